@@ -1,0 +1,270 @@
+"""Public façade of the pure planner: preset + HostFacts -> Plan.
+
+The contract (names and fields) is documented in DESIGN.md section 2 and must
+stay stable. Everything here is pure: no file, process or environment access;
+the probes fill HostFacts beforehand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils import (
+    cache,
+    capabilities,
+    checkpoints,
+    cuda_knobs,
+    fidelity,
+    fit,
+    load_guard,
+    load_mode,
+    moe,
+    persist,
+    queues,
+    reasoning,
+    side_slot,
+    spec,
+    split,
+    threads,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.facts import (
+    CpuBudget,
+    GGUFInfo,
+    HostFacts,
+    SplitDev,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flags import has_any_flag
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.notes import Note
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.placement import (
+    NGL_FLAGS,
+    api_key_in_effect,
+    effective_kv_types,
+    is_external,
+    ngl_args,
+    ngl_forced,
+    preset_kv_types,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.preset import (
+    PresetError,
+    normalize_preset,
+    parse_env,
+    split_args,
+)
+
+__all__ = [
+    "CpuBudget",
+    "GGUFInfo",
+    "HostFacts",
+    "Note",
+    "Plan",
+    "PlanError",
+    "PresetError",
+    "SplitDev",
+    "normalize_preset",
+    "parse_env",
+    "plan",
+    "split_args",
+]
+
+DEFAULTS = {
+    "CTX": "32768",
+    "BATCH": "2048",
+    "UBATCH": "512",
+    "HOST": "0.0.0.0",
+    "PORT": "8080",
+    "PARALLEL": "1",
+}
+
+# Flags through which a key would land in argv (and so in `ps` and unit files).
+_KEY_IN_ARGV_FLAGS = ("--api-key",)
+
+
+class PlanError(ValueError):
+    """The preset cannot be planned at all (no binary, no model, a key in argv)."""
+
+
+@dataclass
+class Plan:
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    notes: list[Note] = field(default_factory=list)
+    warnings: list[Note] = field(default_factory=list)
+    refusal: Note | None = None
+    # Added beyond DESIGN.md section 2 (additions only):
+    external: bool = False  # EXTERNAL=1: nothing to deploy on this host
+    api_key_via_env: bool = False  # the role must pass LLAMA_API_KEY (no --api-key-file)
+
+
+def _get(preset: Mapping[str, str], key: str) -> str:
+    """Preset value when present and non-empty, else Loki's default, verbatim."""
+    return preset.get(key, "") or DEFAULTS[key]
+
+
+def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
+    """Plan one llama-server launch (spec sections 1.3, 1.4, 1.5)."""
+    preset = {str(k): str(v) for k, v in preset.items()}
+    if is_external(preset):
+        return Plan(
+            argv=[],
+            notes=[Note("external", "EXTERNAL=1: this preset targets a remote API, no local engine to deploy")],
+            external=True,
+        )
+    binary = facts.bin or preset.get("BIN", "").strip()
+    if not binary:
+        raise PlanError("BIN not defined: set the llama-server binary path (preset BIN or the bin option)")
+    model = facts.model or preset.get("MODEL", "").strip()
+    if not model:
+        raise PlanError("MODEL not defined: set MODEL to a .gguf file name or absolute path")
+
+    help_text = facts.help
+    raw_extra = split_args(preset.get("EXTRA_ARGS", ""))
+    if has_any_flag(raw_extra, *_KEY_IN_ARGV_FLAGS):
+        raise PlanError(
+            "EXTRA_ARGS must not carry --api-key: the key would be visible in ps and in the unit file; "
+            "give it through the api_key option (or API_KEY), which reaches the engine by file"
+        )
+    notes: list[Note] = []
+    extra, load_note = load_mode.normalize_load_flags(raw_extra, capabilities.supports_load_mode(help_text))
+    if load_note:
+        notes.append(load_note)
+
+    env: dict[str, str] = {}
+    if preset.get("CUDA_VISIBLE_DEVICES", ""):
+        env["CUDA_VISIBLE_DEVICES"] = preset["CUDA_VISIBLE_DEVICES"]
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+
+    # Accepted tensor split counts as a hand-written "-sm tensor" for the rules
+    # that read placement (launch queues, CUDA graphs, --fit).
+    split_plan = split.split_plan(preset, extra, facts)
+    place = [*extra, "-sm", "tensor"] if split_plan.on else extra
+    env.update(split_plan.env)
+    notes.extend(split_plan.notes)
+
+    queue_value, queue_notes = queues.launch_queues_env(preset, place, facts)
+    if queue_value:
+        env["CUDA_SCALE_LAUNCH_QUEUES"] = queue_value
+    notes.extend(queue_notes)
+    graph_value, graph_notes = cuda_knobs.graph_opt_env(preset, place, facts)
+    if graph_value:
+        env["GGML_CUDA_GRAPH_OPT"] = graph_value
+    offload_value, offload_notes = cuda_knobs.op_offload_min_batch_env(preset, facts)
+    if offload_value:
+        env["GGML_OP_OFFLOAD_MIN_BATCH"] = offload_value
+    notes.extend(graph_notes)
+    notes.extend(offload_notes)
+
+    thread_flags, thread_notes = threads.thread_args(
+        preset.get("THREADS", ""), preset.get("THREADS_BATCH", ""), extra, facts.cpu
+    )
+    notes.extend(thread_notes)
+
+    side_ctx, side_mib, side_why = side_slot.side_slot_plan(preset, extra, facts)
+    ctx_arg = str(2 * side_ctx) if side_ctx > 0 else _get(preset, "CTX")
+    argv = [binary, "-m", model, "-c", ctx_arg, *thread_flags]
+    argv += ["-b", _get(preset, "BATCH"), "-ub", _get(preset, "UBATCH")]
+    argv += ["--host", _get(preset, "HOST"), "--port", _get(preset, "PORT")]
+    if side_ctx > 0:
+        argv += ["--parallel", "2", "--no-kv-unified"]
+    elif not has_any_flag(extra, "--parallel", "-np"):
+        argv += ["--parallel", _get(preset, "PARALLEL")]
+    side_note = side_slot.side_slot_note(side_ctx, side_mib, side_why, ngl_forced(preset, extra))
+    if side_note:
+        notes.append(side_note)
+
+    if split_plan.on:
+        argv += split_plan.ngl_args
+    elif not has_any_flag(extra, *NGL_FLAGS):
+        layer_flags, ngl_note = ngl_args(preset.get("NGL", ""), capabilities.fits_layers_itself(help_text))
+        if ngl_note:
+            notes.append(ngl_note)
+        argv += layer_flags
+
+    fit_flags, fit_notes = fit.fit_target_args(preset, place, facts)
+    argv += fit_flags
+    argv += split_plan.args
+    notes.extend(fit_notes)
+
+    k_type, v_type = preset_kv_types(preset)
+    if k_type:
+        argv += ["-ctk", k_type]
+    if v_type:
+        argv += ["-ctv", v_type]
+    if facts.mmproj:
+        argv += ["--mmproj", facts.mmproj]
+
+    reasoning_flags, reasoning_notes = reasoning.reasoning_args(preset, facts)
+    argv += reasoning_flags
+    notes.extend(reasoning_notes)
+    preserve_flags, preserve_notes = reasoning.reasoning_preserve_args(preset, extra, facts)
+    argv += preserve_flags
+    notes.extend(preserve_notes)
+
+    api_key_via_env = False
+    if api_key_in_effect(preset, facts):
+        # Never --api-key: argv is world-readable through /proc and ps.
+        if facts.api_key_file and capabilities.supports_api_key_file(help_text):
+            argv += ["--api-key-file", facts.api_key_file]
+        else:
+            api_key_via_env = True
+            notes.append(
+                Note(
+                    "apikey.env",
+                    "API key passed as LLAMA_API_KEY from a root-only environment file "
+                    "(this engine has no --api-key-file, or no key file was given); never on the command line",
+                )
+            )
+
+    cache_flags, cache_notes = cache.cache_ram_args(preset, extra, facts)
+    argv += cache_flags
+    argv += cache.slot_save_args(preset, extra, facts)
+    notes.extend(cache_notes)
+    persist_note = persist.slot_persist_note(*persist.slot_persist_plan(preset, extra, facts))
+    if persist_note:
+        notes.append(persist_note)
+
+    ckpt_flags, ckpt_notes = checkpoints.ckpt_args(preset, extra, facts)
+    argv += ckpt_flags
+    notes.extend(ckpt_notes)
+
+    spec_flags, spec_notes, _ = spec.spec_args(preset, extra, facts)
+    argv += spec_flags
+    notes.extend(spec_notes)
+
+    argv += extra
+
+    eff_k, eff_v, kv_source = effective_kv_types(preset, extra, facts.arg_env)
+    fidelity_note = fidelity.kv_fidelity_note(eff_k, eff_v, kv_source, extra, facts.arg_env)
+    if fidelity_note:
+        notes.append(fidelity_note)
+    notes.extend(fidelity.lossy_cache_notes(extra, facts))
+    notes.extend(moe.moe_notes(preset, extra, facts))
+
+    warnings: list[Note] = []
+    raw_k, raw_v, _ = effective_kv_types(preset, raw_extra, facts.arg_env)
+    slow = fidelity.slow_kv_warning(raw_k, raw_v)
+    if slow:
+        warnings.append(slow)
+    load_warn, refusal = load_guard.load_mode_risk(preset, argv, facts)
+    if load_warn:
+        notes.append(load_warn)
+        warnings.append(load_warn)
+
+    return Plan(
+        argv=argv,
+        env=env,
+        notes=notes,
+        warnings=warnings,
+        refusal=refusal,
+        api_key_via_env=api_key_via_env,
+    )
+
+
+def plan_from_env_text(text: str, facts: HostFacts) -> Plan:
+    """Convenience for Loki drop-in presets: config.env text -> Plan."""
+    return plan(parse_env(text), facts)
+
+
+def plan_from_mapping(data: Mapping, facts: HostFacts) -> Plan:
+    """Convenience for YAML presets: normalise then plan (PresetError on bad types)."""
+    return plan(normalize_preset(data), facts)
