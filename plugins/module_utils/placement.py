@@ -79,7 +79,7 @@ def kv_offloaded(extra: Sequence[str], arg_env: Mapping[str, str]) -> bool:
         return decided
     if "LLAMA_ARG_NO_KV_OFFLOAD" in arg_env:
         return False
-    return arg_env.get("LLAMA_ARG_KV_OFFLOAD", "").lower() not in OFF_WORDS
+    return arg_env.get("LLAMA_ARG_KV_OFFLOAD", "").strip().lower() not in OFF_WORDS
 
 
 def _n_cpu_layers_reason(extra: Sequence[str], arg_env: Mapping[str, str]) -> str:

@@ -65,7 +65,7 @@ def state_bytes(g: GGUFInfo, k_type: str, v_type: str) -> tuple[float, int]:
 
 def is_hybrid(g: GGUFInfo | None) -> bool:
     """Hybrid attention/recurrent model, from metadata only (never the file name)."""
-    return g is not None and (g.hybrid or g.arch in HYBRID_ARCHS)
+    return g is not None and (g.hybrid or g.arch.strip().lower() in HYBRID_ARCHS)
 
 
 def ceil_mib(n_bytes: float) -> int:

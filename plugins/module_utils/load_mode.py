@@ -1,0 +1,94 @@
+"""Load-flag translation between llama.cpp generations (spec section 6).
+
+Recent engines merged ``--mlock`` / ``--mmap`` / ``--no-mmap`` into a single
+``--load-mode`` and refuse the old switches; older engines and forks only know
+the old switches and refuse ``--load-mode``. A preset may carry either form, so
+EXTRA_ARGS is rewritten into the form this binary accepts before anything else
+reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flags import has_any_flag
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.notes import Note
+
+_OLD_FLAGS = ("--mlock", "--no-mmap", "--mmap")
+_LOAD_MODE_FLAGS = ("--load-mode", "-lm")
+_LOAD_MODE_EQ = "--load-mode="
+
+# Old switches that reproduce each load mode on an engine without --load-mode.
+# auto, mmap and unknown modes need nothing: mmap is the old engines' default.
+_OLD_FLAGS_FOR_MODE: dict[str, tuple[str, ...]] = {
+    "none": ("--no-mmap",),
+    "mlock": ("--mlock", "--no-mmap"),
+    "mmap+mlock": ("--mlock",),
+}
+
+DIO_DROPPED_TEXT = "this engine does not know --load-mode dio (DirectIO): default loading"
+
+
+def normalize_load_flags(extra: Sequence[str], supports_load_mode: bool) -> tuple[list[str], Note | None]:
+    """EXTRA_ARGS in the load-flag form this engine understands.
+
+    Returns a new token list (the input is never modified) and the
+    ``load.dio_dropped`` note when a DirectIO request had to be dropped.
+    """
+    if supports_load_mode:
+        return _upgrade(extra), None
+    return _downgrade(extra)
+
+
+def _upgrade(extra: Sequence[str]) -> list[str]:
+    """Old switches -> one ``--load-mode`` appended at the end."""
+    explicit = has_any_flag(extra, *_LOAD_MODE_FLAGS)
+    present = {tok for tok in extra if tok in _OLD_FLAGS}
+    kept = [tok for tok in extra if tok not in _OLD_FLAGS]
+    # A --load-mode the user wrote wins: the old switches are only dropped.
+    if explicit or not present:
+        return kept
+    mlock = "--mlock" in present
+    no_mmap = "--no-mmap" in present
+    if mlock and no_mmap:
+        mode = "mlock"  # llama.cpp's "mlock" already means: no mmap, resident
+    elif mlock:
+        # The legacy --mlock kept mmap; "mlock" alone would read the whole model into RAM.
+        mode = "mmap+mlock"
+    elif no_mmap:
+        mode = "none"
+    else:
+        mode = "mmap"
+    return [*kept, "--load-mode", mode]
+
+
+def _downgrade(extra: Sequence[str]) -> tuple[list[str], Note | None]:
+    """``--load-mode`` -> the old switches (an unknown flag would stop the engine)."""
+    found = False
+    mode = ""
+    kept: list[str] = []
+    i = 0
+    while i < len(extra):
+        tok = extra[i]
+        if tok in _LOAD_MODE_FLAGS:
+            found = True
+            # The next token is the value whatever it looks like; a trailing
+            # flag without one keeps the mode read so far.
+            if i + 1 < len(extra):
+                mode = extra[i + 1].lower()
+                i += 1
+        elif tok.startswith(_LOAD_MODE_EQ):
+            # Only the long form is read with "=": "-lm=x" stays as written.
+            found = True
+            mode = tok[len(_LOAD_MODE_EQ) :].lower()
+        else:
+            kept.append(tok)
+        i += 1
+    if not found:
+        return list(extra), None
+    if mode == "dio":
+        return kept, Note("load.dio_dropped", DIO_DROPPED_TEXT)
+    for flag in _OLD_FLAGS_FOR_MODE.get(mode, ()):
+        if flag not in kept:
+            kept.append(flag)
+    return kept, None
