@@ -78,6 +78,8 @@ DEFAULTS = {
 
 # Flags through which a key would land in argv (and so in `ps` and unit files).
 _KEY_IN_ARGV_FLAGS = ("--api-key",)
+# ENGINE values that mean llama.cpp's llama-server (Loki's default engine).
+_LLAMA_CPP_ENGINES = ("", "llama.cpp", "llamacpp", "llama-cpp", "llama-server")
 
 
 class PlanError(ValueError):
@@ -110,6 +112,14 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
             notes=[Note("external", "EXTERNAL=1: this preset targets a remote API, no local engine to deploy")],
             external=True,
         )
+    notes: list[Note] = []
+    engine = preset.get("ENGINE", "").strip()
+    if engine.lower() == "strata":
+        raise PlanError("ENGINE=strata: this collection deploys llama.cpp's llama-server only")
+    if engine.lower() not in _LLAMA_CPP_ENGINES:
+        notes.append(
+            Note("engine.ignored", f"ENGINE={engine} unknown (llama.cpp or strata): planned for llama-server")
+        )
     binary = facts.bin or preset.get("BIN", "").strip()
     if not binary:
         raise PlanError("BIN not defined: set the llama-server binary path (preset BIN or the bin option)")
@@ -124,7 +134,6 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
             "EXTRA_ARGS must not carry --api-key: the key would be visible in ps and in the unit file; "
             "give it through the api_key option (or API_KEY), which reaches the engine by file"
         )
-    notes: list[Note] = []
     extra, load_note = load_mode.normalize_load_flags(raw_extra, capabilities.supports_load_mode(help_text))
     if load_note:
         notes.append(load_note)

@@ -314,3 +314,28 @@ def test_same_inputs_same_plan():
     a = plan({"SPEC": "auto", "SIDE_SLOT": "on"}, f)
     b = plan({"SPEC": "auto", "SIDE_SLOT": "on"}, f)
     assert a == b
+
+
+@pytest.mark.parametrize("engine", ["", "llama.cpp", " LlamaCpp ", "llama-server"])
+def test_engine_llama_cpp_is_silent(engine):
+    assert plan({"ENGINE": engine}, facts(help=NEW_ENGINE)).notes == []
+
+
+def test_engine_strata_is_out_of_scope():
+    with pytest.raises(PlanError, match="ENGINE=strata"):
+        plan({"ENGINE": " Strata "}, facts())
+
+
+def test_engine_unknown_is_noted_first():
+    p = plan({"ENGINE": "vllm", "EXTRA_ARGS": "--load-mode dio"}, facts(help=OLD_ENGINE))
+    assert ids(p.notes)[:2] == ["engine.ignored", "load.dio_dropped"]
+    assert "ENGINE=vllm" in p.notes[0].text
+
+
+@pytest.mark.parametrize("key", ["TEMP", "TOP_P", "TOP_K", "MIN_P", "PRESENCE_PENALTY", "REPEAT_PENALTY",
+                                 "REASONING_ECHO", "REASONING_EFFORT", "QUANT", "EXTERNAL_URL", "EXTERNAL_MODEL",
+                                 "EXTERNAL_KEY", "EXTERNAL_VISION", "STRATA_CONFIG"])
+def test_keys_not_used_at_launch_are_silent(key):
+    base = plan({}, facts(help=NEW_ENGINE))
+    with_key = plan({key: "0.7"}, facts(help=NEW_ENGINE))
+    assert with_key == base
