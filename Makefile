@@ -3,8 +3,9 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+export LLAMAFLEET_CACHE ?= $(HOME)/.cache/llamafleet
 
-.PHONY: venv demo test lint unit clean
+.PHONY: venv demo test lint unit sanity integration engine model bench clean
 
 $(STAMP): requirements-dev.txt
 	test -x $(PY) || python3.11 -m venv $(VENV) || python3 -m venv $(VENV)
@@ -18,15 +19,34 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(PY) scripts/plan_demo.py
 
+## Real parts, cached under $(LLAMAFLEET_CACHE) (a cold machine builds them).
+engine:
+	scripts/build_engine.sh current
+
+model:
+	scripts/fetch_model.sh
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/ansible-lint --profile production --offline
 
 unit: $(STAMP)
 	$(VENV)/bin/pytest tests/unit \
 	  --cov --cov-report=term-missing --cov-fail-under=95
 
+sanity: $(STAMP)
+	VENV=$(CURDIR)/$(VENV) scripts/ansible_test_sanity.sh
+
+integration: $(STAMP)
+	LLAMAFLEET_ENGINE_DIR="$$(scripts/build_engine.sh current)" \
+	LLAMAFLEET_MODEL="$$(scripts/fetch_model.sh)" \
+	  $(VENV)/bin/pytest tests/integration -p no:cacheprovider
+
+bench: $(STAMP)
+	$(PY) bench/gguf_read.py "$$(scripts/fetch_model.sh)"
+
 ## Every test and linter.
-test: lint unit
+test: engine model lint unit sanity integration
 
 clean:
-	rm -rf $(VENV) .collections .pytest_cache .ruff_cache .coverage
+	rm -rf $(VENV) .collections .pytest_cache .ruff_cache .cache

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Print the plan llamafleet makes for a preset on a described host.
 
 Usage: plan_demo.py [PRESET] [HOST_FACTS_JSON]
@@ -21,7 +20,9 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, _ROOT)
 import yaml  # noqa: E402
 
-import conftest  # noqa: E402,F401  (makes ansible_collections.llamafleet.llamacpp importable)
+import conftest  # noqa: E402
+
+conftest.collection_path()  # makes ansible_collections.llamafleet.llamacpp importable
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils import planner  # noqa: E402
 
 EXAMPLE_PRESET = """\

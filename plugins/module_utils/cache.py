@@ -76,7 +76,7 @@ def cache_ram_auto(preset: Mapping[str, str], extra: Sequence[str], facts: HostF
     reason = cpu_weights(preset, extra, facts.arg_env, g.block_count)
     if reason:
         return 0, reason
-    k_type, v_type, _ = effective_kv_types(preset, extra, facts.arg_env)
+    k_type, v_type = effective_kv_types(preset, extra, facts.arg_env)[:2]
     per_token, recurrent = state_bytes(g, k_type, v_type)
     ctx = serve_ctx(preset, extra, g)
     if per_token <= 0 or ctx <= 0:
@@ -133,7 +133,7 @@ def cache_ram_off(preset: Mapping[str, str], extra: Sequence[str], arg_env: Mapp
     if value == "":
         value = arg_env.get(CACHE_RAM_ENV, "")
     if value == "":
-        value, _, _ = cache_ram_setting(preset)
+        value = cache_ram_setting(preset)[0]
     return value.strip() == "0"
 
 
@@ -151,7 +151,7 @@ def slot_save_args(preset: Mapping[str, str], extra: Sequence[str], facts: HostF
     """
     if not facts.slot_dir or not supports_slot_save_path(facts.help) or has_any_flag(extra, SLOT_SAVE_FLAG):
         return []
-    persist_ok, _ = slot_persist_plan(preset, extra, facts)
+    persist_ok = slot_persist_plan(preset, extra, facts)[0]
     isolation_useful = cache_isolation_on(preset) and not cache_ram_off(preset, extra, facts.arg_env)
     if not persist_ok and not isolation_useful:
         return []

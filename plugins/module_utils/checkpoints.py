@@ -84,7 +84,7 @@ def ckpt_slots(preset: Mapping[str, str], extra: Sequence[str]) -> int:
 def ckpt_mib(g: GGUFInfo | None) -> int:
     """Size of one checkpoint (the f32 recurrent state), rounded up to MiB."""
     if g is not None:
-        _, recurrent = state_bytes(g, "", "")
+        recurrent = state_bytes(g, "", "")[1]
         if recurrent > 0:
             return (recurrent + MIB - 1) // MIB
     return CKPT_FALLBACK_MIB

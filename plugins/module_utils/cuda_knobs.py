@@ -112,7 +112,7 @@ def op_offload_threshold(preset: Mapping[str, str], facts: HostFacts) -> int:
     """
     text = facts.user_env.get(OP_OFFLOAD_ENV, "").strip()
     if text == "":
-        text, _ = op_offload_min_batch_env(preset, facts)
+        text = op_offload_min_batch_env(preset, facts)[0]
     n = parse_int(text)
     if n is not None and n > 0:
         return n

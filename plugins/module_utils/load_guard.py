@@ -137,7 +137,7 @@ def load_guard_needs_devices(preset: Mapping[str, str], argv: Sequence[str], fac
     """
     if facts.engine_vram_mib > 0 or facts.vram_mib <= 0:
         return False
-    _, refusal = load_mode_risk(preset, argv, dataclasses.replace(facts, engine_vram_mib=facts.vram_mib))
+    refusal = load_mode_risk(preset, argv, dataclasses.replace(facts, engine_vram_mib=facts.vram_mib))[1]
     return refusal is not None
 
 

@@ -175,7 +175,7 @@ def cpu_weights(
         overrides.append(arg_env["LLAMA_ARG_OVERRIDE_TENSOR"])
     for value in overrides:
         for element in value.split(","):
-            _, sep, buffer = element.partition("=")
+            sep, buffer = element.partition("=")[1:]
             if sep and buffer.strip().upper().startswith("CPU"):
                 return "tensors on CPU (-ot)"
     if has_any_flag(extra, "--cpu-moe", "-cmoe") or env_truthy(arg_env.get("LLAMA_ARG_CPU_MOE")):
@@ -234,7 +234,7 @@ def fit_blocker(preset: Mapping[str, str], extra: Sequence[str], facts: HostFact
         return "--fit off"
     ngl = flag_value(extra, *NGL_FLAGS)
     if ngl == "":
-        args, _ = ngl_args(preset.get("NGL", ""), fits_layers_itself(facts.help))
+        args = ngl_args(preset.get("NGL", ""), fits_layers_itself(facts.help))[0]
         ngl = args[1] if len(args) == 2 else arg_env.get("LLAMA_ARG_N_GPU_LAYERS", "")
     # -1 is what "auto" means to the engine: not a user choice for --fit.
     ngl = ngl.strip()

@@ -236,7 +236,7 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
     argv += ckpt_flags
     notes.extend(ckpt_notes)
 
-    spec_flags, spec_notes, _ = spec.spec_args(preset, extra, facts)
+    spec_flags, spec_notes = spec.spec_args(preset, extra, facts)[:2]
     argv += spec_flags
     notes.extend(spec_notes)
 
@@ -250,7 +250,7 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
     notes.extend(moe.moe_notes(preset, extra, facts))
 
     warnings: list[Note] = []
-    raw_k, raw_v, _ = effective_kv_types(preset, raw_extra, facts.arg_env)
+    raw_k, raw_v = effective_kv_types(preset, raw_extra, facts.arg_env)[:2]
     slow = fidelity.slow_kv_warning(raw_k, raw_v)
     if slow:
         warnings.append(slow)

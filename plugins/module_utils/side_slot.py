@@ -106,7 +106,7 @@ def side_slot_vram(preset: Mapping[str, str], extra: Sequence[str], facts: HostF
     in_ram = cpu_weights(preset, extra, facts.arg_env, gguf.block_count)
     if in_ram:
         return 0, in_ram
-    k_type, v_type, _ = effective_kv_types(preset, extra, facts.arg_env)
+    k_type, v_type = effective_kv_types(preset, extra, facts.arg_env)[:2]
     per_token, recurrent = state_bytes(gguf, k_type, v_type)
     if per_token <= 0:
         return 0, "state size unknown"

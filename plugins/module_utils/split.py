@@ -213,7 +213,7 @@ def _check(preset: Mapping[str, str], extra: Sequence[str], facts: HostFacts) ->
         raise _Refused(f"Flash Attention off (-fa {flash_attn}): tensor mode requires it")
     if has_any_flag(extra, "-bs", "--backend-sampling") or env_truthy(arg_env.get("LLAMA_ARG_BACKEND_SAMPLING")):
         raise _Refused("GPU sampling (--backend-sampling) not supported in tensor mode")
-    k_type, v_type, _ = effective_kv_types(preset, extra, arg_env)
+    k_type, v_type = effective_kv_types(preset, extra, arg_env)[:2]
     if k_type.strip().lower() not in _SPLIT_KV_TYPES or v_type.strip().lower() not in _SPLIT_KV_TYPES:
         # Never rewritten for the user: another cache type changes the VRAM budget.
         raise _Refused(

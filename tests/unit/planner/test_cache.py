@@ -195,7 +195,7 @@ def test_cache_ram_auto_recurrent_is_what_makes_the_hybrid_need_bigger():
     # Same attention geometry without ssm keys: 6 GiB of KV only -> 2.5 * 6144 = 15 360 MiB.
     attention_only = replace(HYBRID, hybrid=False, full_attn_interval=0, head_count_kv=1)
     # 48 layers x 1 head x 1024 bytes = 49 152 bytes per token, as in the hybrid.
-    mib, _ = cache_ram_auto({"CTX": "131072"}, [], facts(gguf=attention_only, vram_mib=98304))
+    mib = cache_ram_auto({"CTX": "131072"}, [], facts(gguf=attention_only, vram_mib=98304))[0]
     assert mib == 15360
 
 
@@ -248,7 +248,7 @@ def test_cache_ram_args_invalid_keeps_raw_value(raw):
 
 
 def test_cache_ram_args_invalid_reported_even_without_help():
-    _, notes = cache_ram_args({"CACHE_RAM": "abc"}, [], facts(help=""))
+    notes = cache_ram_args({"CACHE_RAM": "abc"}, [], facts(help=""))[1]
     assert [n.id for n in notes] == ["cache.invalid"]
 
 

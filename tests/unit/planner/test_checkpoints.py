@@ -261,7 +261,7 @@ def advice(model_gib: int, ram_gib: int, each: int) -> str:
     ],
 )
 def test_part_a_prime_ram_advice(preset, extra, host, text):
-    _, notes = ckpt_args(preset, extra, host)
+    notes = ckpt_args(preset, extra, host)[1]
     advice_notes = [n.text for n in notes if n.id == "ckpt.ram_advice"]
     assert advice_notes == ([text] if text else [])
 
@@ -309,7 +309,7 @@ def test_part_b_min_step(value, extra, host, args, note):
 @pytest.mark.parametrize("value", ["4096", "0"])
 def test_part_b_returns_before_part_c(value):
     # Hybrid on an old engine would get the build notice; an explicit CKPT_MIN_STEP replaces it.
-    _, notes = ckpt_args({"CKPT_MIN_STEP": value}, [], BASE)
+    notes = ckpt_args({"CKPT_MIN_STEP": value}, [], BASE)[1]
     assert all(n.id != "ckpt.notice" for n in notes)
 
 

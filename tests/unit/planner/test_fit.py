@@ -241,5 +241,5 @@ def test_fit_target_ignored(preset, place, facts, code, raw):
     ],
 )
 def test_fit_target_ignored_text(preset, place, facts, text):
-    _, notes = fit_target_args(preset, place, facts)
+    notes = fit_target_args(preset, place, facts)[1]
     assert [n.text for n in notes] == [text]

@@ -23,8 +23,8 @@ NONE = [*ARGV, "--load-mode", "none"]
 HOST = HostFacts(help=NEW_ENGINE, model_bytes=102400 * MIB, ram_mib=65536)
 
 
-def risk(argv=NONE, preset=None, **changes):
-    return load_mode_risk(preset or {}, argv, dataclasses.replace(HOST, **changes))
+def risk(argv=None, preset=None, **changes):
+    return load_mode_risk(preset or {}, NONE if argv is None else argv, dataclasses.replace(HOST, **changes))
 
 
 # --- 14.2 resident load mode ---------------------------------------------------------------------
@@ -196,7 +196,7 @@ def test_remote_weights_never_refuse(argv, arg_env):
 
 
 def test_blank_rpc_variable_is_not_remote():
-    _, refusal = risk(arg_env={"LLAMA_ARG_RPC": "  "}, engine_vram_mib=24576)
+    refusal = risk(arg_env={"LLAMA_ARG_RPC": "  "}, engine_vram_mib=24576)[1]
     assert refusal is not None
 
 
@@ -273,7 +273,7 @@ def test_thresholds(model_mib, changes, expected):
 )
 def test_ram_tight_wording(changes, amount):
     model = 9000 if changes.get("unified_mem") or not changes else 17000
-    warn, _ = risk(model_bytes=model * MIB, ram_mib=10000, **changes)
+    warn = risk(model_bytes=model * MIB, ram_mib=10000, **changes)[0]
     assert warn is not None
     assert warn.text.startswith(f"--load-mode none: {amount} of weights in RAM for 9.8 GiB")
 
@@ -317,12 +317,12 @@ def test_ram_tight_wording(changes, amount):
     ],
 )
 def test_each_resident_form_is_judged(argv, arg_env, help_text, judged):
-    _, refusal = risk(argv, arg_env=arg_env, help=help_text, engine_vram_mib=24576)
+    refusal = risk(argv, arg_env=arg_env, help=help_text, engine_vram_mib=24576)[1]
     assert (refusal is not None) is judged
 
 
 def test_refusal_names_the_mode_as_written():
-    _, refusal = risk([*ARGV, "--mlock", "--no-mmap"], help=OLD_ENGINE, engine_vram_mib=24576)
+    refusal = risk([*ARGV, "--mlock", "--no-mmap"], help=OLD_ENGINE, engine_vram_mib=24576)[1]
     assert refusal is not None
     assert refusal.text.startswith("--mlock --no-mmap: at least 76.0 GiB")
 

@@ -115,7 +115,7 @@ def test_downgrade_to_old_flags(extra, expected, expected_note):
 @pytest.mark.parametrize("supports", [True, False], ids=["upgrade", "downgrade"])
 def test_result_is_a_new_list(supports):
     extra = ["-c", "1"]
-    out, _ = normalize_load_flags(extra, supports)
+    out = normalize_load_flags(extra, supports)[0]
     out.append("--changed")
     assert extra == ["-c", "1"]
 

@@ -24,7 +24,7 @@ from .helptexts import NEW_ENGINE, OLD_ENGINE
 PURE_MODULES = [
     "cache", "capabilities", "checkpoints", "cuda_knobs", "facts", "fidelity", "fit", "flags", "load_guard",
     "load_mode", "moe", "notes", "persist", "placement", "planner", "preset", "queues", "reasoning", "side_slot",
-    "spec", "split", "state", "switches", "threads",
+    "spec", "split", "state", "switches", "systemd", "threads",
 ]
 MODULE_DIR = pathlib.Path(planner.__file__).resolve().parent
 

@@ -88,7 +88,7 @@ def test_spec_spellings(spec, expected_args, expected_ids, auto):
 
 
 def test_ngram_plus_mtp_is_named_mtp_plus_ngram_in_notes():
-    _, notes, _ = run({"SPEC": "ngram+mtp"})
+    notes = run({"SPEC": "ngram+mtp"})[1]
     assert notes[0].text.startswith("SPEC=mtp+ngram → MTP head forced")
 
 
@@ -146,7 +146,7 @@ def test_user_set_speculation_wins(spec, extra, arg_env):
 
 
 def test_user_set_is_checked_before_the_ngram_guards():
-    _, notes, _ = run({"SPEC": "ngram"}, replace(BASE, help=OLD_ENGINE), ["-md", "d.gguf"])
+    notes = run({"SPEC": "ngram"}, replace(BASE, help=OLD_ENGINE), ["-md", "d.gguf"])[1]
     assert ids(notes) == ["spec.user_set"]
 
 
@@ -156,7 +156,7 @@ def test_user_set_is_checked_before_the_ngram_guards():
     ids=["n-max-env", "sampling-env", "empty-type-env"],
 )
 def test_tuning_env_alone_is_not_user_set(arg_env):
-    _, notes, _ = run({"SPEC": "mtp"}, replace(BASE, arg_env=arg_env))
+    notes = run({"SPEC": "mtp"}, replace(BASE, arg_env=arg_env))[1]
     assert ids(notes) == ["spec.forced"]
 
 
@@ -488,7 +488,7 @@ def test_mode_note_and_argv(preset, facts, expected_args, text):
     ],
 )
 def test_forced_note_suffixes(preset, facts, extra, suffix):
-    args, notes, _ = run({"SPEC": "mtp", **preset}, facts, extra)
+    args, notes = run({"SPEC": "mtp", **preset}, facts, extra)[:2]
     assert args == [*MTP_ARGS, *GREEDY]
     assert ids(notes) == ["spec.forced"]
     assert notes[0].text == "SPEC=mtp → MTP head forced: output unchanged, ~1-2 GB more VRAM" + suffix
@@ -496,7 +496,7 @@ def test_forced_note_suffixes(preset, facts, extra, suffix):
 
 def test_forced_note_suffixes_accumulate_in_order():
     facts = replace(BASE, gguf=replace(MTP_MODEL, arch="qwen4exp"))
-    _, notes, _ = run({"SPEC": "mtp+ngram", "CTX": "0", "NGL": "all"}, facts)
+    notes = run({"SPEC": "mtp+ngram", "CTX": "0", "NGL": "all"}, facts)[1]
     assert notes[0].text == (
         "SPEC=mtp+ngram → MTP head forced: output unchanged, ~1-2 GB more VRAM"
         "; n-grams too (ngram-mod, they take priority when they find a repetition)"
@@ -552,7 +552,7 @@ def test_mtp_plus_ngram_falls_back_to_ngrams(preset, facts, code, why):
 
 def test_fallback_never_adds_draft_flags_and_reports_ignored_keys():
     preset = {"SPEC": "mtp+ngram", "MODEL_DRAFT": "small.gguf", "SPEC_N_MAX": "8", "SPEC_SAMPLING": "probabilistic"}
-    args, notes, _ = run(preset, WITH_SMALL_DRAFT)
+    args, notes = run(preset, WITH_SMALL_DRAFT)[:2]
     assert args == NGRAM_ARGS
     # No draft-ignored / head-unused notes in the fallback: the lead already says why.
     assert ids(notes) == ["spec.ngram_fallback", "spec.ngram_params_ignored"]
@@ -561,13 +561,13 @@ def test_fallback_never_adds_draft_flags_and_reports_ignored_keys():
 
 def test_fallback_keeps_the_cost_notes():
     facts = replace(BASE, gguf=replace(PLAIN_MODEL, hybrid=True))
-    _, notes, _ = run({"SPEC": "mtp+ngram", "NGL": "all"}, facts)
+    notes = run({"SPEC": "mtp+ngram", "NGL": "all"}, facts)[1]
     assert ids(notes) == ["spec.ngram_fallback", "spec.cost_hybrid", "spec.cost_ngl"]
 
 
 def test_mtp_plus_ngram_guards_apply_before_the_source():
     # An n-gram guard blocks the whole mode, even with a perfectly good MTP head.
-    args, notes, _ = run({"SPEC": "mtp+ngram"}, replace(BASE, help=HELP_NO_NGRAM_FLAGS))
+    args, notes = run({"SPEC": "mtp+ngram"}, replace(BASE, help=HELP_NO_NGRAM_FLAGS))[:2]
     assert args == []
     assert [(n.id, n.code) for n in notes] == [("spec.skip", "ngram_unsupported")]
     assert notes[0].text == (
@@ -931,9 +931,9 @@ def test_plain_ngram(preset, facts, expected_ids):
 
 
 def test_plain_ngram_note_texts():
-    _, notes, _ = run({"SPEC": "ngram", "MODEL_DRAFT": "d.gguf"})
+    notes = run({"SPEC": "ngram", "MODEL_DRAFT": "d.gguf"})[1]
     assert notes[1].text == "MODEL_DRAFT ignored with SPEC=ngram: SPEC=mtp+ngram for both"
-    _, notes, _ = run({"SPEC": "ngram"})
+    notes = run({"SPEC": "ngram"})[1]
     assert notes[1].text == "the model's MTP head is unused with SPEC=ngram: SPEC=mtp+ngram for both"
 
 
@@ -956,7 +956,7 @@ def test_ngram_guard_skip_note(preset, facts, extra, code):
 
 def test_ngram_does_not_need_an_official_build_or_metadata():
     facts = replace(BASE, engine_build=0, gguf=None, mmproj="/m/p.gguf")
-    args, _, _ = run({"SPEC": "ngram", "CTX": "0"}, facts, ["-dev", "CUDA0"])
+    args = run({"SPEC": "ngram", "CTX": "0"}, facts, ["-dev", "CUDA0"])[0]
     assert args == NGRAM_ARGS
 
 
@@ -1013,13 +1013,13 @@ GIB = 1 << 30
     ],
 )
 def test_ngram_cost_notes(preset, facts, extra, expected_ids):
-    _, notes, _ = run({"SPEC": "ngram", **preset}, facts, extra)
+    notes = run({"SPEC": "ngram", **preset}, facts, extra)[1]
     assert ids(notes) == ["spec.ngram", *expected_ids]
 
 
 def test_cost_note_texts():
     facts = replace(BASE, gguf=replace(PLAIN_MODEL, hybrid=True), model_bytes=70 * GIB, ram_mib=64 * 1024)
-    _, notes, _ = run({"SPEC": "ngram", "NGL": "all", "OP_OFFLOAD_MIN_BATCH": "128"}, facts, ["--cpu-moe"])
+    notes = run({"SPEC": "ngram", "NGL": "all", "OP_OFFLOAD_MIN_BATCH": "128"}, facts, ["--cpu-moe"])[1]
     assert [n.text for n in notes[1:]] == [
         "hybrid model: each n-gram draft copies the recurrent state (a checkpoint in host RAM) and reloads "
         "it when rejected — compare the time per turn, not only the throughput",
@@ -1031,14 +1031,14 @@ def test_cost_note_texts():
 
 def test_mtp_plus_ngram_cost_notes_follow_the_forced_note():
     facts = replace(BASE, gguf=replace(MTP_MODEL, hybrid=True))
-    args, notes, _ = run({"SPEC": "mtp+ngram", "SPEC_N_MAX": "4"}, facts)
+    args, notes = run({"SPEC": "mtp+ngram", "SPEC_N_MAX": "4"}, facts)[:2]
     assert ids(notes) == ["spec.forced", "spec.cost_hybrid"]
     assert args == ["--spec-type", "draft-mtp,ngram-mod", *BOUNDS, "--spec-draft-n-max", "4", *GREEDY]
 
 
 def test_mtp_alone_has_no_cost_notes():
     facts = replace(BASE, gguf=replace(MTP_MODEL, hybrid=True))
-    _, notes, _ = run({"SPEC": "mtp", "NGL": "all"}, facts)
+    notes = run({"SPEC": "mtp", "NGL": "all"}, facts)[1]
     assert ids(notes) == ["spec.forced"]
 
 
@@ -1063,7 +1063,7 @@ def test_mtp_alone_has_no_cost_notes():
     ids=repr,
 )
 def test_spec_n_max(value, expected_flags, expected_ids):
-    args, notes, _ = run({"SPEC": "mtp", "SPEC_N_MAX": value})
+    args, notes = run({"SPEC": "mtp", "SPEC_N_MAX": value})[:2]
     assert args == [*MTP_ARGS, *expected_flags, *GREEDY]
     assert ids(notes) == ["spec.forced", *expected_ids]
     if expected_ids:
@@ -1107,7 +1107,7 @@ def test_spec_n_max(value, expected_flags, expected_ids):
     ids=["engine-without-flag", "extra", "extra-eq", "env", "written"],
 )
 def test_spec_n_max_precedence(facts, extra, expected_flags, expected_ids):
-    args, notes, _ = run({"SPEC": "mtp", "MODEL_DRAFT": "small.gguf", "SPEC_N_MAX": "16"}, facts, extra)
+    args, notes = run({"SPEC": "mtp", "MODEL_DRAFT": "small.gguf", "SPEC_N_MAX": "16"}, facts, extra)[:2]
     assert args == expected_flags
     assert ids(notes) == expected_ids
     if "spec.nmax_unsupported" in expected_ids:
@@ -1115,7 +1115,7 @@ def test_spec_n_max_precedence(facts, extra, expected_flags, expected_ids):
 
 
 def test_invalid_n_max_is_reported_even_when_the_user_set_it():
-    _, notes, _ = run({"SPEC": "mtp", "SPEC_N_MAX": "100"}, BASE, ["--spec-draft-n-max", "4"])
+    notes = run({"SPEC": "mtp", "SPEC_N_MAX": "100"}, BASE, ["--spec-draft-n-max", "4"])[1]
     assert ids(notes) == ["spec.forced", "spec.nmax_invalid"]
 
 
@@ -1158,7 +1158,7 @@ def test_n_max_applies_to_auto():
     ids=lambda v: " ".join(v) if isinstance(v, list) else repr(v),
 )
 def test_spec_sampling(spec, value, extra, sampling, expected_ids):
-    args, notes, _ = run({"SPEC": spec, "SPEC_SAMPLING": value}, BASE, extra)
+    args, notes = run({"SPEC": spec, "SPEC_SAMPLING": value}, BASE, extra)[:2]
     assert args[-2:] == ["--spec-draft-sampling", sampling]
     assert args.count("--spec-draft-sampling") == 1
     assert ids(notes)[1:] == expected_ids
@@ -1185,15 +1185,15 @@ def test_stateful_sampler(extra, sampler):
 
 
 def test_sampling_note_texts():
-    _, notes, _ = run({"SPEC": "auto", "SPEC_SAMPLING": "probabilistic"})
+    notes = run({"SPEC": "auto", "SPEC_SAMPLING": "probabilistic"})[1]
     assert notes[1].text == "SPEC_SAMPLING=probabilistic ignored with SPEC=auto (SPEC=mtp to choose it): greedy"
-    _, notes, _ = run({"SPEC": "mtp", "SPEC_SAMPLING": "probabilistic"}, BASE, ["--mirostat", "2"])
+    notes = run({"SPEC": "mtp", "SPEC_SAMPLING": "probabilistic"}, BASE, ["--mirostat", "2"])[1]
     assert notes[1].text == (
         "SPEC_SAMPLING=probabilistic refused with --mirostat 2 (this sampler would advance on rejected tokens): greedy"
     )
-    _, notes, _ = run({"SPEC": "mtp", "SPEC_SAMPLING": " Random "})
+    notes = run({"SPEC": "mtp", "SPEC_SAMPLING": " Random "})[1]
     assert notes[1].text == "SPEC_SAMPLING=random unreadable (greedy or probabilistic): greedy"
-    _, notes, _ = run({"SPEC": "mtp", "SPEC_SAMPLING": "probabilistic"}, replace(BASE, help=HELP_NO_PROBABILISTIC))
+    notes = run({"SPEC": "mtp", "SPEC_SAMPLING": "probabilistic"}, replace(BASE, help=HELP_NO_PROBABILISTIC))[1]
     assert (notes[1].id, notes[1].text) == (
         "spec.sampling_unsupported",
         "this engine does not know --spec-draft-sampling probabilistic: greedy",
@@ -1215,14 +1215,14 @@ def test_sampling_note_texts():
     ids=["extra", "extra-eq", "env", "no-flag-greedy", "no-flag-probabilistic", "no-flag-invalid", "no-probabilistic"],
 )
 def test_sampling_flag_only_when_engine_knows_it_and_user_is_silent(facts, extra, value, flag, expected_ids):
-    args, notes, _ = run({"SPEC": "mtp", "SPEC_SAMPLING": value}, facts, extra)
+    args, notes = run({"SPEC": "mtp", "SPEC_SAMPLING": value}, facts, extra)[:2]
     assert ("--spec-draft-sampling" in args) is flag
     assert args[:2] == MTP_ARGS
     assert ids(notes)[1:] == expected_ids
 
 
 def test_n_max_notes_come_before_sampling_notes():
-    _, notes, _ = run({"SPEC": "mtp", "SPEC_N_MAX": "0", "SPEC_SAMPLING": "nope"})
+    notes = run({"SPEC": "mtp", "SPEC_N_MAX": "0", "SPEC_SAMPLING": "nope"})[1]
     assert ids(notes) == ["spec.forced", "spec.nmax_invalid", "spec.sampling_invalid"]
 
 
@@ -1261,7 +1261,7 @@ DRAFT_IS_MODEL_TEXT = (
     ids=["mtp", "auto", "mtp+ngram", "mtp+ngram-fallback", "ngram", "auto-skip", "mtp-skip", "auto-quiet"],
 )
 def test_draft_is_model(spec, facts, expected_args, expected_ids):
-    args, notes, _ = run({"SPEC": spec, "MODEL_DRAFT": " qwen3.gguf "}, facts)
+    args, notes = run({"SPEC": spec, "MODEL_DRAFT": " qwen3.gguf "}, facts)[:2]
     assert args == expected_args
     assert "-md" not in args
     assert ids(notes) == expected_ids
@@ -1271,12 +1271,12 @@ def test_draft_is_model(spec, facts, expected_args, expected_ids):
 
 def test_draft_is_model_fallback_reason_is_the_models():
     facts = replace(DRAFT_IS_MODEL, gguf=PLAIN_MODEL, draft_gguf=PLAIN_MODEL)
-    _, notes, _ = run({"SPEC": "mtp+ngram", "MODEL_DRAFT": "qwen3.gguf"}, facts)
+    notes = run({"SPEC": "mtp+ngram", "MODEL_DRAFT": "qwen3.gguf"}, facts)[1]
     assert notes[1].code == "no_mtp_head"
 
 
 def test_draft_is_model_does_not_change_off():
-    _, notes, _ = run({"SPEC": "off", "MODEL_DRAFT": "qwen3.gguf"}, DRAFT_IS_MODEL)
+    notes = run({"SPEC": "off", "MODEL_DRAFT": "qwen3.gguf"}, DRAFT_IS_MODEL)[1]
     assert ids(notes) == ["spec.draft_ignored_off"]
 
 
@@ -1322,7 +1322,7 @@ def test_old_engine_gets_no_speculative_flag(spec, facts, code):
 
 
 def test_unknown_engine_help_is_treated_as_old():
-    args, notes, _ = run({"SPEC": "mtp"}, replace(BASE, help=""))
+    args, notes = run({"SPEC": "mtp"}, replace(BASE, help=""))[:2]
     assert args == []
     assert notes[0].code == "mtp_unsupported"
 

@@ -647,7 +647,7 @@ def test_first_failing_step_wins(step):
     arg_env: dict[str, str] = {}
     facts_changes: dict = {}
     # Later steps first, so that an earlier step's change wins where two touch the same input.
-    for preset_changes, tokens, env, other, _ in reversed(LADDER[step:]):
+    for preset_changes, tokens, env, other, _reason in reversed(LADDER[step:]):
         preset.update(preset_changes)
         extra = tokens + extra
         arg_env.update(env)

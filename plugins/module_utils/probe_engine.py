@@ -1,0 +1,371 @@
+"""Ask the engine binary about itself: ``--help``, ``--version``, ``--list-devices``.
+
+Spec sections 1.1 (steps 5-7), 4.1, 4.2 and 4.10. Parsing is pure and lives in
+``parse_*``; the rest runs the binary with an explicit, minimal environment
+and a timeout, and degrades to "unknown" ("" / 0 / ()) on any failure.
+
+The help and version texts are cached on disk, keyed by the binary's identity,
+so a module run on an unchanged host executes the engine zero times: every
+``ansible-playbook`` run would otherwise start the engine twice per instance
+(each start maps its libraries and, on GPU builds, initialises CUDA).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import signal
+import stat
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.facts import SplitDev
+
+# ---------------------------------------------------------------------------
+# Environment
+# ---------------------------------------------------------------------------
+
+# The module runs inside Ansible's Python, whose environment (PYTHONPATH,
+# ANSIBLE_*, a venv's PATH, the connecting user's locale, proxy variables ...)
+# says nothing about how the service will run. Probing the engine with it would
+# make the plan depend on how Ansible was invoked, and a stray LLAMA_ARG_* or
+# GGML_* in the controller's session would change what the engine reports. So
+# the engine runs with a fixed base plus only what the *service* environment
+# sets and the engine reads.
+BASE_ENV: Mapping[str, str] = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"}
+_PASSED_NAMES = frozenset({"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"})
+_PASSED_PREFIXES = ("GGML_", "LLAMA_ARG_")
+
+
+def engine_env(bin_path: str, service_env: Mapping[str, str]) -> dict[str, str]:
+    """The environment to run the engine with (probes and service alike).
+
+    Base PATH/LANG, the GPU-selection and engine variables of ``service_env``,
+    and LD_LIBRARY_PATH starting with the binary's own directory, where
+    llama.cpp release archives put ``libllama.so`` and the ``libggml-*.so``
+    backends (spec section 1.1 step 6). The directory is taken from the path as
+    given, not its symlink target, like the service's unit will.
+    """
+    env = dict(BASE_ENV)
+    for name, value in service_env.items():
+        if name in _PASSED_NAMES or name.startswith(_PASSED_PREFIXES):
+            env[name] = str(value)
+    bin_dir = os.path.dirname(os.path.abspath(bin_path)) if bin_path else ""
+    inherited = str(service_env.get("LD_LIBRARY_PATH", "") or "")
+    env["LD_LIBRARY_PATH"] = ":".join(p for p in (bin_dir, inherited) if p)
+    if not env["LD_LIBRARY_PATH"]:
+        del env["LD_LIBRARY_PATH"]
+    return env
+
+
+# ---------------------------------------------------------------------------
+# Running the binary
+# ---------------------------------------------------------------------------
+
+HELP_TIMEOUT_S = 5.0
+VERSION_TIMEOUT_S = 5.0
+LIST_DEVICES_TIMEOUT_S = 20.0
+_REAP_TIMEOUT_S = 2.0
+
+
+def run_engine(bin_path: str, args: list[str], env: Mapping[str, str], timeout: float) -> tuple[int | None, str]:
+    """Run ``bin_path args`` and return (exit status, stdout and stderr combined).
+
+    The status is None when the binary could not be executed or ran past
+    ``timeout``; the whole process group is then killed, so a helper process the
+    engine spawned cannot keep running (or keep our pipe open). A negative
+    status is a signal, as in :mod:`subprocess`.
+    """
+    try:
+        proc = subprocess.Popen(
+            [bin_path, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=dict(env),
+            start_new_session=True,  # own process group, killable as a whole
+        )
+    except (OSError, ValueError):
+        return None, ""
+    try:
+        out = proc.communicate(timeout=timeout)[0]
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        try:
+            out = proc.communicate(timeout=_REAP_TIMEOUT_S)[0]
+        except subprocess.TimeoutExpired:  # a grandchild left the group and holds the pipe
+            out = b""
+        return None, _decode(out)
+    return proc.returncode, _decode(out)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        proc.kill()
+
+
+def _decode(data: bytes | None) -> str:
+    return (data or b"").decode("utf-8", errors="replace")
+
+
+_LOADER_FAILURE = re.compile(r"error while loading shared libraries|cannot open shared object file")
+
+
+def _started(rc: int | None, text: str) -> bool:
+    """False when the binary never really ran: not executable, killed, or the
+    dynamic loader gave up (missing .so: exit 127 with the loader's message)."""
+    if rc is None or rc < 0 or rc == 127:
+        return False
+    return not _LOADER_FAILURE.search(text)
+
+
+def _help_from(rc: int | None, text: str) -> str:
+    # Spec 4.1: keep the text when the status is 0 or anything was printed
+    # (some builds exit non-zero on --help) -- but a loader error or a crash is
+    # not a help text, and a timed-out text is truncated.
+    return text if _started(rc, text) else ""
+
+
+def read_help(bin_path: str, env: Mapping[str, str], timeout: float = HELP_TIMEOUT_S) -> str:
+    """``<bin> --help`` (spec section 4.1); "" = unknown engine."""
+    rc, text = run_engine(bin_path, ["--help"], env, timeout)
+    return _help_from(rc, text)
+
+
+def read_version(bin_path: str, env: Mapping[str, str], timeout: float = VERSION_TIMEOUT_S) -> str:
+    """``<bin> --version`` output (exit status ignored, spec 4.2); "" when it did not run."""
+    rc, text = run_engine(bin_path, ["--version"], env, timeout)
+    return text if _started(rc, text) else ""
+
+
+# ---------------------------------------------------------------------------
+# Build number (spec 4.2)
+# ---------------------------------------------------------------------------
+
+# Loki's two patterns, tried in this order. Three banner generations:
+#   version: 0.1.0-dev (build 10450, commit ece963f41)   current
+#   version: 10450 (ece963f)                             previous
+#   build: 4589 (a1b2c3d)                                oldest
+_BUILD_LONG = re.compile(r"build\s+(\d+),\s*commit\s+([0-9a-fA-F]+)")
+_BUILD_SHORT = re.compile(r"^\s*(?:version|build)\s*:\s*(\d+)\s*\(([0-9a-fA-F]+)\)", re.MULTILINE)
+TRUSTED_BUILD_FLOOR = 5000  # a shallow clone reports "build 1"
+
+
+def parse_engine_build(text: str) -> int:
+    """The build number in a ``--version`` banner; 0 when none is found."""
+    for pattern in (_BUILD_LONG, _BUILD_SHORT):
+        match = pattern.search(text)
+        if match:
+            return int(match.group(1))
+    return 0
+
+
+def trusted_build(build: int, official: bool) -> int:
+    """The build number the planner may believe: only an official build's, and not a shallow clone's."""
+    return build if official and build >= TRUSTED_BUILD_FLOOR else 0
+
+
+# ---------------------------------------------------------------------------
+# Device list (spec 4.10)
+# ---------------------------------------------------------------------------
+
+_DEVICE_LINE = re.compile(r"^\s*([A-Za-z]+\d+):\s*(.+?)\s*\((\d+)\s*MiB,\s*(\d+)\s*MiB free\)\s*$", re.MULTILINE)
+
+
+def parse_list_devices(text: str) -> tuple[SplitDev, ...]:
+    """Devices in ``--list-devices`` output, in the engine's order (the order ``-ts`` follows)."""
+    return tuple(SplitDev(id=m.group(1), total_mib=int(m.group(3))) for m in _DEVICE_LINE.finditer(text))
+
+
+def list_devices(
+    bin_path: str, env: Mapping[str, str], timeout: float = LIST_DEVICES_TIMEOUT_S
+) -> tuple[SplitDev, ...]:
+    """``<bin> --list-devices``; any failure (status, timeout) gives () -- a truncated list is not trusted."""
+    rc, text = run_engine(bin_path, ["--list-devices"], env, timeout)
+    if rc != 0:
+        return ()
+    return parse_list_devices(text)
+
+
+# ---------------------------------------------------------------------------
+# On-disk cache of --help / --version
+# ---------------------------------------------------------------------------
+
+CACHE_FORMAT = 1
+_CACHE_PREFIX = "engine-"
+_CACHE_MAX_BYTES = 4 << 20  # real help texts are ~30 KB; refuse to parse anything absurd
+# Environment entries that change what the engine prints: the visible GPUs
+# (device lists and defaults) and the library path (which backends load).
+_KEY_ENV = ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH")
+_LIB_NAME = re.compile(r"^lib.*\.so(\.[0-9.]+)?$")
+
+
+@dataclass(frozen=True)
+class EngineTexts:
+    """``--help`` / ``--version`` texts ("" = unknown) and how many times the engine ran to get them."""
+
+    help: str = ""
+    version: str = ""
+    runs: int = 0
+
+
+def binary_identity(bin_path: str, env: Mapping[str, str]) -> dict | None:
+    """What the cached texts depend on; None when the binary cannot be stat'ed.
+
+    The binary's real path, size, mtime and inode (replacing, rebuilding or
+    touching it invalidates), the environment entries in ``_KEY_ENV``, and the
+    same stat of the shared libraries next to the binary: upgrading
+    ``libggml-cuda.so`` alone changes the backends without touching the binary.
+    """
+    try:
+        real = os.path.realpath(bin_path)
+        st = os.stat(real)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return {
+        "path": real,
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "inode": st.st_ino,
+        "dev": st.st_dev,
+        "env": {name: env.get(name, "") for name in _KEY_ENV},
+        "libs": _libs_identity(os.path.dirname(os.path.abspath(bin_path))),
+    }
+
+
+def _libs_identity(directory: str) -> list[list]:
+    libs = []
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return []
+    for name in names:
+        if not _LIB_NAME.match(name):
+            continue
+        try:
+            st = os.stat(os.path.join(directory, name))
+        except OSError:
+            continue
+        libs.append([name, st.st_size, st.st_mtime_ns, st.st_ino])
+    return libs
+
+
+def cache_file(cache_dir: str, identity: Mapping) -> str:
+    """One file per (binary path, key environment): a changed binary overwrites its entry, no pile-up."""
+    slot = json.dumps([identity["path"], identity["env"]], sort_keys=True)
+    return os.path.join(cache_dir, _CACHE_PREFIX + hashlib.sha256(slot.encode()).hexdigest()[:32] + ".json")
+
+
+def _read_cache(path: str, identity: Mapping) -> dict | None:
+    """The cached entry if it is ours and matches ``identity``; None otherwise.
+
+    "Ours": a regular file (no symlink followed) owned by this user and not
+    writable by group or others -- the texts decide which flags the service gets,
+    so nobody else may plant them.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if (
+            not stat.S_ISREG(st.st_mode)
+            or st.st_uid != os.geteuid()
+            or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+            or st.st_size > _CACHE_MAX_BYTES
+        ):
+            return None
+        with os.fdopen(fd, "rb") as handle:
+            fd = -1
+            data = json.loads(handle.read(_CACHE_MAX_BYTES + 1))
+    except (OSError, ValueError):
+        return None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if (
+        not isinstance(data, dict)
+        or data.get("format") != CACHE_FORMAT
+        or data.get("identity") != json.loads(json.dumps(identity))
+        or not isinstance(data.get("help"), str)
+        or not isinstance(data.get("version"), (str, type(None)))
+    ):
+        return None
+    return data
+
+
+def _write_cache(path: str, identity: Mapping, help_text: str, version: str | None) -> None:
+    """Atomic write (temporary file + rename), mode 0600; failures are ignored (the cache is an optimisation)."""
+    directory = os.path.dirname(path)
+    payload = json.dumps(
+        {"format": CACHE_FORMAT, "identity": identity, "help": help_text, "version": version},
+        sort_keys=True,
+    ).encode()
+    tmp = ""
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)  # created 0600
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+        tmp = ""
+    except OSError:
+        pass
+    finally:
+        if tmp:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def engine_texts(
+    bin_path: str,
+    env: Mapping[str, str],
+    cache_dir: str | None,
+    want_version: bool,
+    write: bool = True,
+) -> EngineTexts:
+    """The engine's help (and, if ``want_version``, version) text, from the cache when it is valid.
+
+    ``cache_dir`` None disables the cache. ``write`` False (check mode) reads
+    the cache but never creates or changes a file. An empty text is never
+    cached: it means the engine did not start (missing libraries, wrong CPU,
+    timeout), and a repaired install must be read again even though the
+    binary itself did not change. A non-empty help text is cached only when it
+    looks like one (status 0, or it lists ``--help``), for the same reason.
+    """
+    identity = binary_identity(bin_path, env)
+    if identity is None:
+        return EngineTexts()
+    path = cache_file(cache_dir, identity) if cache_dir else ""
+    cached = _read_cache(path, identity) if path else None
+
+    runs = 0
+    help_text = cached["help"] if cached else None
+    version = cached["version"] if cached else None
+    help_ok = version_ok = True
+    if help_text is None:
+        rc, out = run_engine(bin_path, ["--help"], env, HELP_TIMEOUT_S)
+        runs += 1
+        help_text = _help_from(rc, out)
+        help_ok = bool(help_text) and (rc == 0 or "--help" in help_text)
+    if want_version and version is None:
+        rc, out = run_engine(bin_path, ["--version"], env, VERSION_TIMEOUT_S)
+        runs += 1
+        version = out if _started(rc, out) else ""
+        version_ok = bool(version)
+
+    if path and write and runs and help_ok:
+        _write_cache(path, identity, help_text, version if version_ok else None)
+    return EngineTexts(help=help_text, version=version or "", runs=runs)

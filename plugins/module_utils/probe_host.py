@@ -1,0 +1,314 @@
+"""Probe one host and plan its llama-server: the I/O half of llama_server_plan.
+
+Everything that asks the world happens here, once, in the order of spec
+section 1.1, and fills a HostFacts for the pure planner. The module itself
+only translates Ansible options and results.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import posixpath
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils import capabilities, planner
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.facts import CpuBudget, GGUFInfo, HostFacts
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flags import arg_value, has_any_flag
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.gguf_meta import (
+    GGUFError,
+    read_gguf_info,
+    shard_family_size,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.load_guard import (
+    engine_vram_from_devices,
+    load_guard_needs_devices,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.placement import DEVICE_FLAGS, is_external
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_cpu import cpuset_threads
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_engine import (
+    engine_env,
+    engine_texts,
+    list_devices,
+    parse_engine_build,
+    trusted_build,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_gpu import (
+    list_gpus,
+    visible_gpu_count,
+    visible_vram_mib,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_memory import ram_facts, unit_memory_mib
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_models import (
+    ModelPathError,
+    resolve_draft,
+    resolve_main_model,
+    resolve_mmproj,
+    same_file,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_port import port_conflict
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.state import is_hybrid
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.switches import (
+    SPEC_OFF,
+    SPEC_UNREADABLE,
+    spec_mode,
+    split_mode_key,
+)
+
+# The keys spec section 3 knows, plus those Loki presets carry for other uses.
+KNOWN_KEYS = frozenset(
+    {
+        "MODEL", "BIN", "CTX", "THREADS", "THREADS_BATCH", "BATCH", "UBATCH", "HOST", "PORT", "PARALLEL", "NGL",
+        "KV_TYPE", "KV_TYPE_K", "KV_TYPE_V", "MMPROJ", "REASONING", "REASONING_BUDGET", "REASONING_PRESERVE",
+        "API_KEY", "EXTRA_ARGS", "CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_QUEUES", "CUDA_GRAPH_OPT",
+        "OP_OFFLOAD_MIN_BATCH", "FIT_TARGET", "CACHE_RAM", "CACHE_ISOLATE", "SLOT_PERSIST", "SIDE_SLOT",
+        "CTX_CHECKPOINTS", "CKPT_MIN_STEP", "SPEC", "MODEL_DRAFT", "SPEC_N_MAX", "SPEC_SAMPLING", "SPLIT_MODE",
+        "LOAD_GUARD", "EXTERNAL", "ENGINE",
+        # read by Loki elsewhere (requests, UI, remote presets), never at launch
+        "TEMP", "TOP_P", "TOP_K", "MIN_P", "PRESENCE_PENALTY", "REPEAT_PENALTY", "REASONING_ECHO",
+        "REASONING_EFFORT", "QUANT", "EXTERNAL_URL", "EXTERNAL_MODEL", "EXTERNAL_KEY", "EXTERNAL_VISION",
+        "STRATA_CONFIG", "NAME",
+    }
+)
+
+# Environment groups of spec section 4.8 the planner reads from the service env.
+_TRIMMED_ARG_ENV = frozenset(
+    {"LLAMA_ARG_LOAD_MODE", "LLAMA_ARG_MLOCK", "LLAMA_ARG_NO_MMAP", "LLAMA_ARG_RPC", "LLAMA_ARG_CACHE_RAM"}
+)
+_USER_ENV = ("GGML_CUDA_GRAPH_OPT", "GGML_OP_OFFLOAD_MIN_BATCH", "GGML_CUDA_ALLREDUCE")
+
+# Free RAM moves all the time; a reading this close to the previous one keeps it,
+# so the plan (and the unit file it renders) does not flap between runs.
+RAM_AVAIL_TOLERANCE = 0.10
+RAM_AVAIL_MIN_TOLERANCE_MIB = 1024
+
+
+class ProbeError(ValueError):
+    """A failure the operator must fix (model or projector missing, bad preset)."""
+
+
+@dataclass
+class ProbeOptions:
+    preset: dict[str, str]
+    bin: str = ""
+    home: str = "/var/lib/llamafleet"
+    model_dirs: Sequence[str] = ()
+    environment: Mapping[str, str] = field(default_factory=dict)
+    api_key_file: str = ""
+    engine_official: bool = False
+    instance: str = ""
+    unit: str = ""
+    slot_dir: str = ""
+    cache_dir: str = ""
+    write_cache: bool = True
+    stable_ram_avail_mib: int = 0
+    spec_auto_blocked: str = ""
+    root: str = "/"
+
+
+@dataclass
+class ProbeResult:
+    facts: HostFacts
+    plan: planner.Plan
+    probed: dict
+    warnings: list[str] = field(default_factory=list)
+    engine_runs: int = 0
+    port_conflict: str = ""
+
+
+def arg_env_from(service_env: Mapping[str, str]) -> dict[str, str]:
+    """LLAMA_ARG_* the engine will inherit (spec 4.8): non-empty values only."""
+    out: dict[str, str] = {}
+    for key, raw in service_env.items():
+        if not key.startswith("LLAMA_ARG_"):
+            continue
+        if key == "LLAMA_ARG_NO_KV_OFFLOAD":
+            out[key] = raw or "1"  # present, even empty, means "no offload"
+            continue
+        value = raw.strip() if key in _TRIMMED_ARG_ENV else raw
+        if value:
+            out[key] = value
+    return out
+
+
+def user_env_from(service_env: Mapping[str, str]) -> dict[str, str]:
+    return {k: service_env[k] for k in _USER_ENV if service_env.get(k, "")}
+
+
+def unknown_keys(preset: Mapping[str, str]) -> list[str]:
+    return sorted(k for k in preset if k not in KNOWN_KEYS)
+
+
+def stable_ram_avail(measured: int, previous: int, total: int) -> int:
+    """Keep the previous free-RAM reading while the new one stays close to it."""
+    if previous <= 0 or measured <= 0:
+        return measured
+    tolerance = max(int(total * RAM_AVAIL_TOLERANCE), RAM_AVAIL_MIN_TOLERANCE_MIB)
+    return previous if abs(measured - previous) <= tolerance else measured
+
+
+def resolve_bin(options: ProbeOptions) -> str:
+    binary = options.bin or options.preset.get("BIN", "").strip()
+    if not binary:
+        raise ProbeError("BIN not defined: set the bin option or BIN in the preset")
+    if not binary.startswith("/"):
+        binary = posixpath.join(options.home, binary)
+    return posixpath.normpath(binary)
+
+
+def _gpu_selection(preset: Mapping[str, str], service_env: Mapping[str, str]) -> tuple[str, bool]:
+    """CUDA_VISIBLE_DEVICES the engine will see, and whether indices follow PCI order."""
+    if preset.get("CUDA_VISIBLE_DEVICES", ""):
+        return preset["CUDA_VISIBLE_DEVICES"], True
+    return service_env.get("CUDA_VISIBLE_DEVICES", ""), service_env.get("CUDA_DEVICE_ORDER", "") == "PCI_BUS_ID"
+
+
+def _read_gguf(path: str, warnings: list[str], what: str) -> GGUFInfo | None:
+    try:
+        return read_gguf_info(path)
+    except GGUFError as err:
+        warnings.append(f"{what} {path}: GGUF metadata unreadable ({err}); rules that need it keep engine defaults")
+        return None
+
+
+def probe_and_plan(options: ProbeOptions) -> ProbeResult:
+    """Run the probes of spec section 4 and plan; raises ProbeError or planner.PlanError."""
+    preset = dict(options.preset)
+    warnings = [f"preset key {k} is not a llamafleet/Loki key: ignored (typo?)" for k in unknown_keys(preset)]
+    if is_external(preset):
+        result_plan = planner.plan(preset, HostFacts())
+        return ProbeResult(facts=HostFacts(), plan=result_plan, probed={"external": True}, warnings=warnings)
+
+    service_env = dict(options.environment)
+    binary = resolve_bin(options)
+    try:
+        model = resolve_main_model(preset.get("MODEL", ""), options.home, options.model_dirs)
+        mmproj = ""
+        if preset.get("MMPROJ", "").strip():
+            mmproj = resolve_mmproj(preset["MMPROJ"], options.home, options.model_dirs)
+    except ModelPathError as err:
+        raise ProbeError(str(err)) from err
+
+    extra = planner.split_args(preset.get("EXTRA_ARGS", ""))
+    cvd, pci_order = _gpu_selection(preset, service_env)
+    run_env = dict(service_env)
+    if preset.get("CUDA_VISIBLE_DEVICES", ""):
+        # Applied before anything asks the engine (spec 1.1 step 7).
+        run_env["CUDA_VISIBLE_DEVICES"] = preset["CUDA_VISIBLE_DEVICES"]
+        run_env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    env = engine_env(binary, run_env)
+    arg_env = arg_env_from(service_env)
+
+    gguf = _read_gguf(model, warnings, "model")
+    model_bytes = shard_family_size(posixpath.dirname(model), posixpath.basename(model))
+    mode = spec_mode(preset)
+    want_version = is_hybrid(gguf) or mode == "auto"
+    cache_dir = options.cache_dir or posixpath.join(options.home, ".cache")
+    texts = engine_texts(binary, env, cache_dir, want_version=want_version, write=options.write_cache)
+    help_text = texts.help
+    if not help_text:
+        warnings.append(
+            f"{binary} --help gave nothing (missing binary or libraries?): planning for an unknown engine, "
+            "with the oldest safe form of every flag"
+        )
+
+    cpu: CpuBudget | None = None
+    if "LLAMA_ARG_THREADS" not in service_env:
+        cpu = cpuset_threads(options.root)
+
+    device_pinned = has_any_flag(extra, *DEVICE_FLAGS) or bool(arg_env.get("LLAMA_ARG_DEVICE", ""))
+    gpus_list, gpu_source = list_gpus()
+    vram = 0 if device_pinned else visible_vram_mib(gpus_list or [], cvd, pci_order) if gpus_list else 0
+    launch_queues = service_env.get("CUDA_SCALE_LAUNCH_QUEUES", "")
+    gpu_count = 0
+    if not (
+        launch_queues
+        or preset.get("CUDA_LAUNCH_QUEUES", "").strip().lower() == "off"
+        or device_pinned
+    ):
+        gpu_count = visible_gpu_count(cvd, gpus_list or [])
+
+    ram_mib, ram_avail = ram_facts(options.root)
+    own_mib = unit_memory_mib(options.unit, options.root) if options.unit else 0
+    measured_avail = min(ram_avail + own_mib, ram_mib) if ram_mib else ram_avail
+    ram_avail_used = stable_ram_avail(measured_avail, options.stable_ram_avail_mib, ram_mib)
+
+    slot_dir = ""
+    if capabilities.supports_slot_save_path(help_text) and not has_any_flag(extra, "--slot-save-path"):
+        slot_dir = options.slot_dir or posixpath.join(options.home, "slots")
+
+    engine_build = 0
+    if want_version:
+        engine_build = trusted_build(parse_engine_build(texts.version), options.engine_official)
+
+    draft = draft_err = ""
+    draft_gguf = None
+    draft_is_model = False
+    if mode not in (SPEC_OFF, SPEC_UNREADABLE) and preset.get("MODEL_DRAFT", "").strip():
+        draft, draft_err = resolve_draft(preset["MODEL_DRAFT"], options.home, options.model_dirs)
+        if draft:
+            draft_is_model = same_file(draft, model)
+            draft_gguf = _read_gguf(draft, warnings, "MODEL_DRAFT")
+
+    split_devs: tuple = ()
+    if split_mode_key(preset) == "tensor" and capabilities.supports_tensor_split_mode(help_text):
+        split_devs = list_devices(binary, env)
+
+    mmproj_bytes = 0
+    if mmproj:
+        try:
+            mmproj_bytes = os.stat(mmproj).st_size
+        except OSError:
+            mmproj_bytes = 0
+
+    facts = HostFacts(
+        help=help_text, bin=binary, model=model, mmproj=mmproj, api_key_file=options.api_key_file, cpu=cpu,
+        launch_queues=launch_queues, gpus=gpu_count, arg_env=arg_env, user_env=user_env_from(service_env),
+        gguf=gguf, model_bytes=model_bytes, ram_mib=ram_mib, ram_avail_mib=ram_avail_used, vram_mib=vram,
+        slot_dir=slot_dir, engine_build=engine_build, draft=draft, draft_err=draft_err, draft_gguf=draft_gguf,
+        draft_is_model=draft_is_model, spec_auto_blocked=options.spec_auto_blocked, split_devs=split_devs,
+        mmproj_bytes=mmproj_bytes,
+    )
+    result_plan = planner.plan(preset, facts)
+    if load_guard_needs_devices(preset, result_plan.argv, facts):
+        devices = split_devs or list_devices(binary, env)
+        facts = dataclasses.replace(facts, engine_vram_mib=engine_vram_from_devices(devices))
+        if facts.engine_vram_mib:
+            result_plan = planner.plan(preset, facts)
+
+    probed = {
+        "bin": binary,
+        "model": model,
+        "mmproj": mmproj,
+        "model_bytes": model_bytes,
+        "gguf": dataclasses.asdict(gguf) if gguf else None,
+        "engine_help_lines": len(help_text.splitlines()),
+        "engine_build": engine_build,
+        "engine_runs": texts.runs,
+        "cpu_budget": dataclasses.asdict(cpu) if cpu else None,
+        "gpu_source": gpu_source,
+        "gpus": [dataclasses.asdict(g) for g in gpus_list or []],
+        "gpu_count": gpu_count,
+        "vram_mib": vram,
+        "ram_mib": ram_mib,
+        "ram_avail_mib": ram_avail_used,
+        "ram_avail_measured_mib": measured_avail,
+        "own_service_mib": own_mib,
+        "slot_dir": slot_dir,
+        "split_devs": [dataclasses.asdict(d) for d in split_devs],
+        "engine_vram_mib": facts.engine_vram_mib,
+        "draft": draft,
+        "draft_err": draft_err,
+        "draft_is_model": draft_is_model,
+    }
+    return ProbeResult(facts=facts, plan=result_plan, probed=probed, warnings=warnings, engine_runs=texts.runs)
+
+
+def check_port(plan: planner.Plan, own_unit: str, root: str = "/") -> str:
+    """Spec 17 adapted: a foreign listener on the planned port, named; "" when free or ours."""
+    port_text = arg_value(plan.argv, "--port")
+    host = arg_value(plan.argv, "--host")
+    if not port_text.isdigit():
+        return ""
+    return port_conflict(int(port_text), host, own_unit, root)

@@ -1,0 +1,402 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, llamafleet maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: llama_server_plan
+short_description: Probe a host and plan its llama-server command line
+version_added: "0.1.0"
+description:
+  - Reads this host once (the engine's C(--help) and C(--version), the model's GGUF metadata, C(/proc/meminfo),
+    cgroup v1/v2 memory and CPU limits, the cpuset, NVIDIA GPUs through NVML or C(nvidia-smi), who holds the
+    planned TCP port) and plans the exact C(llama-server) invocation for a preset, following the serve-planning
+    rules of Loki.
+  - Returns the argv, the environment, and notes that explain every choice. It never changes the host; the
+    C(llamafleet.llamacpp.llama_server) role renders the service from this result.
+  - The engine's C(--help)/C(--version) texts are cached on disk under O(cache_dir), keyed by the binary's
+    identity (path, size, mtime, inode), so a second run on an unchanged host does not execute the engine.
+  - An API key never appears in the result. With O(api_key_file) the engine reads its key from that file
+    (C(--api-key-file)); an engine without that flag gets it from C(LLAMA_API_KEY), which the role passes
+    through a root-only environment file (RV(api_key_via_env)).
+author:
+  - llamafleet maintainers (@llamafleet)
+options:
+  preset:
+    description:
+      - The preset as a mapping of Loki keys (C(CTX), C(NGL), C(EXTRA_ARGS), ...) to values. Keys are
+        case-insensitive. YAML booleans become C(on)/C(off), null becomes empty; lists and mappings are refused.
+      - Applied over O(preset_file) when both are given.
+    type: dict
+    default: {}
+  preset_file:
+    description:
+      - Path, on the target, of a Loki C(config.env) preset (C(KEY=value) lines). Lets Loki presets be used
+        unchanged.
+    type: path
+  bin:
+    description:
+      - Path of the C(llama-server) binary. Overrides the preset's C(BIN). A relative path is taken under O(home).
+    type: path
+  home:
+    description:
+      - Instance home directory. Relative model names are searched in C(<home>/models) first; the slot
+        directory defaults to C(<home>/slots); the engine cache to C(<home>/.cache).
+    type: path
+    default: /var/lib/llamafleet
+  model_dirs:
+    description:
+      - Further directories searched for C(MODEL), C(MMPROJ) and C(MODEL_DRAFT) file names, in order.
+      - An absolute model path inside one of them is accepted as is.
+    type: list
+    elements: path
+    default: []
+  environment:
+    description:
+      - The environment the service will run with (what the role writes into the unit). The planner reads its
+        C(LLAMA_ARG_*), C(GGML_*), C(CUDA_VISIBLE_DEVICES) and C(CUDA_SCALE_LAUNCH_QUEUES) entries; the module's
+        own process environment is never used.
+    type: dict
+    default: {}
+  api_key_file:
+    description:
+      - Path from which the engine will read its API key (for example C(/run/credentials/<unit>/api_key)).
+        Non-empty means a key is in effect. The key itself is never given to this module.
+    type: str
+    default: ""
+  engine_official:
+    description:
+      - Whether the binary is an official ggml-org release build. Only then is its build number trusted
+        (and only from build 5000), which enables build-dependent advice and C(SPEC=auto).
+    type: bool
+    default: false
+  instance:
+    description:
+      - Instance name; the service unit is C(llama-server-<instance>.service) unless O(unit) says otherwise.
+    type: str
+    default: ""
+  unit:
+    description:
+      - The systemd unit that runs this instance. Its own memory is added back to free RAM and its own
+        listening socket is not a port conflict, so a running instance plans the same as a stopped one.
+    type: str
+    default: ""
+  slot_dir:
+    description:
+      - Directory for C(--slot-save-path) (created and emptied by the service at start, not by this module).
+    type: path
+  cache_dir:
+    description:
+      - Where the engine's help and version texts are cached. Default C(<home>/.cache). Not written in check mode.
+    type: path
+  stable_ram_avail_mib:
+    description:
+      - Free RAM (MiB) used by the previous plan. When the new reading is within 10% of total RAM (at least
+        1 GiB) of it, the previous value is kept so that plans do not flap with the page cache.
+    type: int
+    default: 0
+  spec_auto_blocked:
+    description:
+      - Reason a previous C(SPEC=auto) launch with this configuration never became healthy; blocks C(SPEC=auto).
+    type: str
+    default: ""
+  check_port:
+    description:
+      - Fail when another process (not this instance's unit) listens on the planned port, naming it.
+    type: bool
+    default: true
+  fail_on_refusal:
+    description:
+      - Fail when the RAM load guard refuses the launch (the engine would not fit). With V(false) the refusal is
+        returned in RV(refusal) only.
+    type: bool
+    default: true
+  host_facts:
+    description:
+      - Plan from these facts instead of probing (previews, tests). Keys are the fields of the planner's
+        C(HostFacts) (C(help), C(bin), C(model), C(gguf), C(vram_mib), ...).
+    type: dict
+notes:
+  - Requires the Python packages C(gguf) (GGUF metadata) on the target; C(nvidia-ml-py) is used for NVIDIA GPUs
+    when present, C(nvidia-smi) otherwise; without either the host is planned as GPU-less (unknown VRAM).
+requirements:
+  - gguf
+seealso:
+  - module: llamafleet.llamacpp.gguf_info
+attributes:
+  check_mode:
+    description: Can run in check mode and predict its result without changing the target.
+    support: full
+    details: The module never changes the host; in check mode it does not write its engine-text cache either.
+  diff_mode:
+    description: Reports nothing to diff; it never changes files.
+    support: none
+  platform:
+    description: Target systems it runs on.
+    support: full
+    platforms: posix
+"""
+
+EXAMPLES = r"""
+- name: Plan a preset on this host
+  llamafleet.llamacpp.llama_server_plan:
+    bin: /opt/llama.cpp/b11434/bin/llama-server
+    home: /var/lib/llamafleet/main
+    model_dirs: [/srv/models]
+    instance: main
+    preset:
+      MODEL: Qwen3-30B-A3B-Q4_K_M.gguf
+      CTX: 65536
+      NGL: auto
+      REASONING: "on"
+      EXTRA_ARGS: --jinja
+    api_key_file: /run/credentials/llama-server-main.service/api_key
+  register: plan
+
+- name: Use a Loki config.env as it is
+  llamafleet.llamacpp.llama_server_plan:
+    preset_file: /etc/loki/config.env
+    home: /var/lib/llamafleet/loki
+
+- name: Preview without probing
+  llamafleet.llamacpp.llama_server_plan:
+    preset: {CTX: 8192}
+    host_facts:
+      bin: /usr/bin/llama-server
+      model: /srv/models/m.gguf
+      vram_mib: 24576
+"""
+
+RETURN = r"""
+argv:
+  description: The planned command line, binary first, EXTRA_ARGS last. Empty for an external preset.
+  returned: always
+  type: list
+  elements: str
+  sample: [/opt/llama/bin/llama-server, -m, /srv/models/m.gguf, -c, "32768", -b, "2048"]
+exec_start:
+  description: The argv quoted for a systemd C(ExecStart=) line.
+  returned: always
+  type: str
+env:
+  description: Environment variables the plan sets (GPU selection, CUDA knobs).
+  returned: always
+  type: dict
+notes:
+  description: Why each choice was made, in order. Each has a stable C(id), English C(text), and a C(code) when
+    the id covers several cases.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{id: ngl.sentinel_auto, text: "NGL=999 (sentinel 'all layers') -> -ngl auto ..."}]
+plan_warnings:
+  description:
+    - Notes that deserve attention (slow KV types, RAM load risk), as C(id)/C(text) dicts; each is also emitted as
+      an Ansible warning. It is not named C(warnings) because Ansible reserves that key for its own warning
+      strings.
+  returned: always
+  type: list
+  elements: dict
+refusal:
+  description: The load guard's refusal (the launch would not fit in RAM), or null.
+  returned: always
+  type: dict
+external:
+  description: The preset targets a remote API (C(EXTERNAL=1)); there is nothing to deploy.
+  returned: always
+  type: bool
+api_key_via_env:
+  description: A key is in effect but the engine cannot read it from a file; pass C(LLAMA_API_KEY) instead.
+  returned: always
+  type: bool
+slot_dir:
+  description: The directory the plan passes to C(--slot-save-path), empty when none. The service must create it
+    (mode 0700) and empty it at each start; the engine refuses to start without it.
+  returned: always
+  type: str
+port_conflict:
+  description: Who else listens on the planned port, when O(check_port) found a conflict and did not fail.
+  returned: always
+  type: str
+facts:
+  description: What was probed (paths, sizes, GGUF fields, GPUs, RAM, engine build, cache use). Never a key.
+  returned: always
+  type: dict
+engine_runs:
+  description: How many times the engine was executed by this run (0 when its texts came from the cache).
+  returned: always
+  type: int
+"""
+
+import dataclasses  # noqa: E402
+import traceback  # noqa: E402
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils import planner  # noqa: E402
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.facts import (  # noqa: E402
+    CpuBudget,
+    GGUFInfo,
+    HostFacts,
+    SplitDev,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_host import (  # noqa: E402
+    ProbeError,
+    ProbeOptions,
+    check_port,
+    probe_and_plan,
+    unknown_keys,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.systemd import (  # noqa: E402
+    UnitValueError,
+    exec_start,
+)
+
+
+def facts_from_dict(data: dict) -> HostFacts:
+    """host_facts option -> HostFacts (unknown keys rejected with their names)."""
+    fields = {f.name for f in dataclasses.fields(HostFacts)}
+    unknown = sorted(set(data) - fields)
+    if unknown:
+        raise ValueError(f"host_facts: unknown field(s) {', '.join(unknown)}")
+    values = dict(data)
+    for key in ("gguf", "draft_gguf"):
+        if isinstance(values.get(key), dict):
+            info = dict(values[key])
+            if "head_count_kv_layers" in info:
+                info["head_count_kv_layers"] = tuple(info["head_count_kv_layers"])
+            values[key] = GGUFInfo(**info)
+    if isinstance(values.get("cpu"), dict):
+        values["cpu"] = CpuBudget(**values["cpu"])
+    if "split_devs" in values:
+        values["split_devs"] = tuple(SplitDev(**d) for d in values["split_devs"] or ())
+    for key in ("arg_env", "user_env"):
+        if key in values:
+            values[key] = {str(k): str(v) for k, v in (values[key] or {}).items()}
+    return HostFacts(**values)
+
+
+def read_preset(module: AnsibleModule) -> dict[str, str]:
+    preset: dict[str, str] = {}
+    if module.params["preset_file"]:
+        try:
+            with open(module.params["preset_file"], encoding="utf-8") as handle:
+                preset.update(planner.parse_env(handle.read()))
+        except (OSError, UnicodeDecodeError) as err:
+            module.fail_json(msg=f"cannot read preset_file {module.params['preset_file']}: {err}")
+    try:
+        preset.update(planner.normalize_preset(module.params["preset"] or {}))
+    except planner.PresetError as err:
+        module.fail_json(msg=str(err))
+    # A key in a preset is masked wherever Ansible would print it, and never returned.
+    key = preset.get("API_KEY", "").strip()
+    if key:
+        module.no_log_values.add(key)
+        module.no_log_values.add(preset["API_KEY"])
+    return preset
+
+
+def _flag_value(argv: list[str], flag: str) -> str:
+    return argv[argv.index(flag) + 1] if flag in argv[:-1] else ""
+
+
+def notes_out(notes) -> list[dict]:
+    return [n.as_dict() for n in notes]
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "preset": {"type": "dict", "default": {}},
+            "preset_file": {"type": "path"},
+            "bin": {"type": "path"},
+            "home": {"type": "path", "default": "/var/lib/llamafleet"},
+            "model_dirs": {"type": "list", "elements": "path", "default": []},
+            "environment": {"type": "dict", "default": {}},
+            "api_key_file": {"type": "str", "default": ""},
+            "engine_official": {"type": "bool", "default": False},
+            "instance": {"type": "str", "default": ""},
+            "unit": {"type": "str", "default": ""},
+            "slot_dir": {"type": "path"},
+            "cache_dir": {"type": "path"},
+            "stable_ram_avail_mib": {"type": "int", "default": 0},
+            "spec_auto_blocked": {"type": "str", "default": ""},
+            "check_port": {"type": "bool", "default": True},
+            "fail_on_refusal": {"type": "bool", "default": True},
+            "host_facts": {"type": "dict"},
+        },
+        supports_check_mode=True,
+    )
+    params = module.params
+    preset = read_preset(module)
+    environment = {str(k): "" if v is None else str(v) for k, v in (params["environment"] or {}).items()}
+    unit = params["unit"] or (f"llama-server-{params['instance']}.service" if params["instance"] else "")
+
+    result = {"changed": False, "port_conflict": "", "engine_runs": 0}
+    try:
+        if params["host_facts"] is not None:
+            facts = facts_from_dict(params["host_facts"])
+            plan = planner.plan(preset, facts)
+            probed = {"source": "host_facts"}
+            warnings = [f"preset key {k} is not a llamafleet/Loki key: ignored (typo?)" for k in unknown_keys(preset)]
+        else:
+            probe = probe_and_plan(
+                ProbeOptions(
+                    preset=preset,
+                    bin=params["bin"] or "",
+                    home=params["home"],
+                    model_dirs=params["model_dirs"],
+                    environment=environment,
+                    api_key_file=params["api_key_file"],
+                    engine_official=params["engine_official"],
+                    instance=params["instance"],
+                    unit=unit,
+                    slot_dir=params["slot_dir"] or "",
+                    cache_dir=params["cache_dir"] or "",
+                    write_cache=not module.check_mode,
+                    stable_ram_avail_mib=params["stable_ram_avail_mib"],
+                    spec_auto_blocked=params["spec_auto_blocked"],
+                )
+            )
+            plan, probed, warnings = probe.plan, probe.probed, probe.warnings
+            result["engine_runs"] = probe.engine_runs
+            if params["check_port"] and not plan.external:
+                result["port_conflict"] = check_port(plan, unit)
+    except (ProbeError, planner.PlanError, planner.PresetError, ValueError, TypeError) as err:
+        module.fail_json(msg=str(err), **result)
+    except Exception as err:  # report probe bugs as a failed task with the traceback attached
+        module.fail_json(msg=f"llama_server_plan: unexpected error: {err}", exception=traceback.format_exc())
+
+    try:
+        quoted = exec_start(plan.argv) if plan.argv else ""
+    except UnitValueError as err:
+        module.fail_json(msg=f"the planned command line cannot be written into a unit: {err}")
+
+    for text in warnings:
+        module.warn(text)
+    for note in plan.warnings:
+        module.warn(f"[{note.id}] {note.text}")
+
+    result.update(
+        argv=plan.argv,
+        exec_start=quoted,
+        env=plan.env,
+        notes=notes_out(plan.notes),
+        plan_warnings=notes_out(plan.warnings),
+        refusal=plan.refusal.as_dict() if plan.refusal else None,
+        external=plan.external,
+        api_key_via_env=plan.api_key_via_env,
+        slot_dir=_flag_value(plan.argv, "--slot-save-path"),
+        facts=probed,
+    )
+    if result["port_conflict"]:
+        module.fail_json(msg=result["port_conflict"], **result)
+    if plan.refusal and params["fail_on_refusal"]:
+        module.fail_json(msg=f"[{plan.refusal.id}] {plan.refusal.text}", **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,288 @@
+"""probe_host: the probes wired together for one host (the I/O half of llama_server_plan).
+
+Inputs are fixture trees (a cgroup v2 host whose instance unit holds 9 GiB, an
+8-thread SMT host with a 1.5 CPU quota), a fake engine that prints the real
+captured help of the CPU build, GGUF files written with gguf's writer, and a
+stand-in for the GPU listing (no GPU here).
+"""
+
+from __future__ import annotations
+
+import shutil
+import stat
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gguf import GGUFWriter
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils import probe_host
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_gpu import Gpu
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_host import (
+    ProbeError,
+    ProbeOptions,
+    arg_env_from,
+    probe_and_plan,
+    resolve_bin,
+    stable_ram_avail,
+    unknown_keys,
+    user_env_from,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REAL_HELP = FIXTURES / "engine" / "llama-server-11434.0.0-cpu.help.txt"
+H100 = Gpu(index=0, uuid="GPU-0", name="NVIDIA H100 80GB HBM3", total_mib=81559)
+RTX = Gpu(index=1, uuid="GPU-1", name="NVIDIA GeForce RTX 4090", total_mib=24564)
+
+
+def write_model(path: Path, arch: str = "llama", blocks: int = 4, hybrid: bool = False) -> Path:
+    writer = GGUFWriter(path, arch)
+    writer.add_block_count(blocks)
+    writer.add_context_length(8192)
+    writer.add_embedding_length(256)
+    writer.add_head_count(4)
+    writer.add_head_count_kv(2)
+    if hybrid:
+        writer.add_uint32(f"{arch}.ssm.state_size", 16)
+    writer.add_tensor("token_embd.weight", np.zeros((4, 8), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def fake_engine(directory: Path, version: str = "version: 10450 (ece963f)") -> tuple[Path, Path]:
+    """An executable that answers --help with the real captured help and counts its runs."""
+    directory.mkdir(parents=True, exist_ok=True)
+    runs = directory / "runs.log"
+    engine = directory / "llama-server"
+    engine.write_text(
+        "#!/bin/sh\n"
+        f'echo "$1" >> "{runs}"\n'
+        'case "$1" in\n'
+        f'  --help) cat "{REAL_HELP}" ;;\n'
+        f'  --version) echo "{version}" ;;\n'
+        "  --list-devices) echo 'Available devices:' ;;\n"
+        "esac\n"
+    )
+    engine.chmod(engine.stat().st_mode | stat.S_IXUSR)
+    return engine, runs
+
+
+@pytest.fixture
+def host(tmp_path, monkeypatch):
+    """A host root (RAM, cgroups, CPUs), a models dir with a GGUF, a fake engine, two GPUs."""
+    root = tmp_path / "root"
+    shutil.copytree(FIXTURES / "memory" / "v2-host-with-unit", root)
+    shutil.copytree(FIXTURES / "cpu" / "smt-4c8t-quota-v2", root, dirs_exist_ok=True)
+    models = tmp_path / "models"
+    models.mkdir()
+    write_model(models / "m.gguf")
+    engine, runs = fake_engine(tmp_path / "engine")
+    monkeypatch.setattr(probe_host, "list_gpus", lambda: ([H100, RTX], "nvml"))
+    return {"root": str(root), "models": models, "engine": engine, "runs": runs, "home": str(tmp_path / "home")}
+
+
+def options(host, **kw) -> ProbeOptions:
+    preset = {"MODEL": "m.gguf", "HOST": "127.0.0.1"}
+    preset.update(kw.pop("preset", {}))
+    base = {
+        "preset": preset,
+        "bin": str(host["engine"]),
+        "home": host["home"],
+        "model_dirs": [str(host["models"])],
+        "root": host["root"],
+        "unit": "llama-server-main.service",
+    }
+    base.update(kw)
+    return ProbeOptions(**base)
+
+
+def test_probes_flow_into_the_facts_and_plan(host):
+    result = probe_and_plan(options(host))
+    facts = result.facts
+    assert facts.help == REAL_HELP.read_text()
+    assert facts.model == str(host["models"] / "m.gguf")
+    assert facts.gguf is not None
+    assert facts.gguf.block_count == 4
+    assert facts.model_bytes == (host["models"] / "m.gguf").stat().st_size
+    # Both cards are visible: NVML totals summed; two GPUs counted.
+    assert facts.vram_mib == 81559 + 24564
+    assert facts.gpus == 2
+    # meminfo: 65758960 kB total, 58211632 kB available; the unit's own 9 GiB is added back.
+    assert facts.ram_mib == 65758960 // 1024
+    assert facts.ram_avail_mib == min(65758960 // 1024, 65758960 // 1024 - (65758960 - 58211632) // 1024 + 9216)
+    # 4 physical cores, quota 1.5 CPU -> 2 threads.
+    assert facts.cpu is not None
+    assert facts.cpu.n == 2
+    assert facts.slot_dir == host["home"] + "/slots"
+    assert result.engine_runs == 1  # --help only: not hybrid, no SPEC=auto
+    assert result.plan.argv[0] == str(host["engine"])
+    assert result.plan.argv[result.plan.argv.index("-t") + 1] == "2"
+    assert result.probed["gpu_source"] == "nvml"
+    assert result.warnings == []
+
+
+def test_second_probe_reads_the_engine_from_the_cache(host):
+    probe_and_plan(options(host))
+    again = probe_and_plan(options(host))
+    assert again.engine_runs == 0
+    assert host["runs"].read_text().splitlines() == ["--help"]
+
+
+def test_check_mode_does_not_write_the_cache(host):
+    first = probe_and_plan(options(host, write_cache=False))
+    second = probe_and_plan(options(host, write_cache=False))
+    assert (first.engine_runs, second.engine_runs) == (1, 1)
+    assert not (Path(host["home"]) / ".cache").exists()
+
+
+def test_preset_gpu_selection_limits_vram_and_count(host):
+    result = probe_and_plan(options(host, preset={"CUDA_VISIBLE_DEVICES": "1"}))
+    assert result.facts.vram_mib == 24564
+    assert result.facts.gpus == 1
+    assert result.plan.env["CUDA_VISIBLE_DEVICES"] == "1"
+
+
+def test_service_env_selection_without_pci_order_is_a_lower_bound(host):
+    result = probe_and_plan(options(host, environment={"CUDA_VISIBLE_DEVICES": "0,1"}))
+    assert result.facts.vram_mib == 2 * 24564
+
+
+def test_uuid_selection_is_unknown_vram(host):
+    result = probe_and_plan(options(host, preset={"CUDA_VISIBLE_DEVICES": "GPU-0"}))
+    assert result.facts.vram_mib == 0
+
+
+@pytest.mark.parametrize(
+    ("preset", "environment", "gpus"),
+    [
+        pytest.param({"EXTRA_ARGS": "-dev CUDA0"}, {}, 0, id="device-in-extra"),
+        pytest.param({}, {"LLAMA_ARG_DEVICE": "CUDA0"}, 0, id="device-in-env"),
+        pytest.param({"CUDA_LAUNCH_QUEUES": "OFF"}, {}, 0, id="queues-off"),
+        pytest.param({}, {"CUDA_SCALE_LAUNCH_QUEUES": "2x"}, 0, id="queues-set-by-user"),
+    ],
+)
+def test_gpu_count_skipped_when_spec_says_so(host, preset, environment, gpus):
+    result = probe_and_plan(options(host, preset=preset, environment=environment))
+    assert result.facts.gpus == gpus
+
+
+def test_llama_arg_threads_skips_the_cpu_probe(host):
+    result = probe_and_plan(options(host, environment={"LLAMA_ARG_THREADS": "6"}))
+    assert result.facts.cpu is None
+    assert "-t" not in result.plan.argv
+
+
+def test_service_env_reaches_the_planner(host):
+    env = {"LLAMA_ARG_CACHE_RAM": " 0 ", "GGML_CUDA_GRAPH_OPT": "0", "HOME": "/root", "LLAMA_ARG_NO_KV_OFFLOAD": ""}
+    result = probe_and_plan(options(host, environment=env))
+    assert result.facts.arg_env == {"LLAMA_ARG_CACHE_RAM": "0", "LLAMA_ARG_NO_KV_OFFLOAD": "1"}
+    assert result.facts.user_env == {"GGML_CUDA_GRAPH_OPT": "0"}
+
+
+def test_stable_ram_avail_keeps_a_close_previous_reading(host):
+    measured = probe_and_plan(options(host)).facts.ram_avail_mib
+    kept = probe_and_plan(options(host, stable_ram_avail_mib=measured - 2000)).facts.ram_avail_mib
+    assert kept == measured - 2000
+    far = probe_and_plan(options(host, stable_ram_avail_mib=measured - 20000)).facts.ram_avail_mib
+    assert far == measured
+
+
+def test_engine_build_read_for_spec_auto_and_trusted_only_when_official(host):
+    unofficial = probe_and_plan(options(host, preset={"SPEC": "auto"}))
+    assert unofficial.facts.engine_build == 0
+    official = probe_and_plan(options(host, preset={"SPEC": "auto"}, engine_official=True))
+    assert official.facts.engine_build == 10450
+    assert sorted(host["runs"].read_text().splitlines()) == ["--help", "--version"]
+
+
+def test_hybrid_model_reads_the_version(host):
+    write_model(host["models"] / "h.gguf", arch="qwen3next", hybrid=True)
+    result = probe_and_plan(options(host, preset={"MODEL": "h.gguf"}, engine_official=True))
+    assert result.facts.gguf.hybrid is True
+    assert result.facts.engine_build == 10450
+
+
+def test_draft_that_is_the_model_itself(host):
+    result = probe_and_plan(options(host, preset={"SPEC": "mtp", "MODEL_DRAFT": "m.gguf"}))
+    assert result.facts.draft_is_model is True
+    assert result.facts.draft_gguf is not None
+
+
+def test_missing_draft_is_not_fatal(host):
+    result = probe_and_plan(options(host, preset={"SPEC": "mtp", "MODEL_DRAFT": "nope.gguf"}))
+    assert result.facts.draft == ""
+    assert result.facts.draft_err != ""
+    assert "spec.skip" in [n.id for n in result.plan.notes]
+
+
+def test_unreadable_model_metadata_is_a_warning_not_an_error(host):
+    (host["models"] / "bad.gguf").write_bytes(b"GGUF\x03\x00\x00\x00truncated")
+    result = probe_and_plan(options(host, preset={"MODEL": "bad.gguf"}))
+    assert result.facts.gguf is None
+    assert any("GGUF metadata unreadable" in w for w in result.warnings)
+
+
+@pytest.mark.parametrize(
+    ("preset", "message"),
+    [
+        pytest.param({"MODEL": "absent.gguf"}, "model not found", id="model-missing"),
+        pytest.param({"MODEL": ""}, "MODEL not defined", id="model-empty"),
+        pytest.param({"MODEL": "notes.txt"}, ".gguf", id="model-not-gguf"),
+        pytest.param({"MMPROJ": "mm.gguf"}, "vision projector not found", id="mmproj-missing"),
+    ],
+)
+def test_operator_errors(host, preset, message):
+    with pytest.raises(ProbeError, match=message):
+        probe_and_plan(options(host, preset=preset))
+
+
+def test_missing_engine_plans_for_an_unknown_engine_with_a_warning(host):
+    result = probe_and_plan(options(host, bin=str(Path(host["home"]) / "nope" / "llama-server")))
+    assert result.facts.help == ""
+    assert result.plan.argv[result.plan.argv.index("-ngl") + 1] == "999"
+    assert any("--help gave nothing" in w for w in result.warnings)
+
+
+def test_external_preset_probes_nothing(host):
+    result = probe_and_plan(options(host, preset={"EXTERNAL": "1", "MODEL": ""}))
+    assert result.plan.external is True
+    assert not host["runs"].exists()
+
+
+def test_unknown_keys_are_reported():
+    assert unknown_keys({"NLG": "99", "CTX": "1", "TEMP": "0.7"}) == ["NLG"]
+
+
+@pytest.mark.parametrize(
+    ("bin_option", "preset", "expected"),
+    [
+        ("/opt/b/llama-server", {}, "/opt/b/llama-server"),
+        ("", {"BIN": " bin/llama-server "}, "/var/lib/x/bin/llama-server"),
+        ("/opt/b/../c/llama-server", {"BIN": "/ignored"}, "/opt/c/llama-server"),
+    ],
+)
+def test_resolve_bin(bin_option, preset, expected):
+    assert resolve_bin(ProbeOptions(preset=preset, bin=bin_option, home="/var/lib/x")) == expected
+
+
+def test_resolve_bin_requires_one():
+    with pytest.raises(ProbeError, match="BIN not defined"):
+        resolve_bin(ProbeOptions(preset={}))
+
+
+@pytest.mark.parametrize(
+    ("measured", "previous", "total", "used"),
+    [(50000, 0, 64000, 50000), (50000, 49000, 64000, 49000), (50000, 40000, 64000, 50000),
+     (5000, 4200, 8000, 4200), (0, 4000, 8000, 0)],
+)
+def test_stable_ram_avail(measured, previous, total, used):
+    assert stable_ram_avail(measured, previous, total) == used
+
+
+def test_env_readers():
+    env = {"LLAMA_ARG_LOAD_MODE": " mlock ", "LLAMA_ARG_X": "", "GGML_CUDA_ALLREDUCE": "nccl", "GGML_OTHER": "1"}
+    assert arg_env_from(env) == {"LLAMA_ARG_LOAD_MODE": "mlock"}
+    assert user_env_from(env) == {"GGML_CUDA_ALLREDUCE": "nccl"}
