@@ -44,6 +44,7 @@ integration: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/gguf_read.py "$$(scripts/fetch_model.sh)"
+	$(PY) bench/module_plan.py "$$(scripts/build_engine.sh current)" "$$(scripts/fetch_model.sh)"
 
 ## Every test and linter.
 test: engine model lint unit sanity integration

@@ -18,12 +18,10 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TREE = os.path.join(ROOT, ".collections")
-LINK = os.path.join(TREE, "ansible_collections", "llamafleet", "llamacpp")
-if not os.path.islink(LINK):  # same import tree as conftest.py
-    os.makedirs(os.path.dirname(LINK), exist_ok=True)
-    os.symlink(ROOT, LINK)
-sys.path.insert(0, TREE)
+sys.path.insert(0, ROOT)
+import conftest  # noqa: E402 - makes ansible_collections.llamafleet.llamacpp importable
+
+conftest.collection_path()
 
 from gguf import GGUFReader  # noqa: E402 - the bench compares with it; imported before any timing
 

@@ -10,10 +10,10 @@ The caller skips the probe when LLAMA_ARG_THREADS is set (spec section 4.8).
 
 from __future__ import annotations
 
-import os
 import re
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.facts import CpuBudget
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_files import read_root_file
 
 # The kernel never prints wider ranges; a larger one is garbage, not a CPU list.
 MAX_RANGE_WIDTH = 65536
@@ -26,14 +26,6 @@ CPU_MAX_V2 = "sys/fs/cgroup/cpu.max"
 CPU_DIRS_V1 = ("sys/fs/cgroup/cpu", "sys/fs/cgroup/cpu,cpuacct")
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
-
-
-def _read_text(root: str, relative: str) -> str | None:
-    try:
-        with open(os.path.join(root, relative), encoding="utf-8", errors="replace") as handle:
-            return handle.read()
-    except (OSError, ValueError):
-        return None
 
 
 def _list_number(text: str) -> int:
@@ -72,7 +64,7 @@ def parse_cpu_list(text: str) -> list[int]:
 
 
 def _read_cpu_list(root: str, relative: str) -> list[int] | None:
-    text = _read_text(root, relative)
+    text = read_root_file(root, relative)
     if text is None:
         return None
     try:
@@ -110,13 +102,13 @@ def cpu_quota(root: str = "/") -> int:
     v2 ``cpu.max`` when the file exists, else v1 ``cpu.cfs_quota_us`` /
     ``cpu.cfs_period_us`` in ``cpu/`` or ``cpu,cpuacct/`` (first one readable).
     """
-    text = _read_text(root, CPU_MAX_V2)
+    text = read_root_file(root, CPU_MAX_V2)
     if text is not None:
         return parse_cpu_max(text)
     for directory in CPU_DIRS_V1:
-        quota = _read_text(root, f"{directory}/cpu.cfs_quota_us")
+        quota = read_root_file(root, f"{directory}/cpu.cfs_quota_us")
         if quota is not None:
-            period = _read_text(root, f"{directory}/cpu.cfs_period_us")
+            period = read_root_file(root, f"{directory}/cpu.cfs_period_us")
             return quota_cpus(_parse_int(quota), _parse_int(period))
     return 0
 
@@ -146,7 +138,7 @@ def physical_cores(root: str, cpus: list[int], exclude: frozenset[int] = frozens
     for cpu in cpus:
         if cpu in exclude:
             continue
-        text = _read_text(root, f"sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings")
+        text = read_root_file(root, f"sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings")
         if text is None:
             raise _TopologyError(cpu)
         masks.add(text.strip())
@@ -162,7 +154,7 @@ def cpuset_threads(root: str = "/") -> CpuBudget | None:
     online = _read_cpu_list(root, CPU_ONLINE)
     if not online:
         return None
-    status = _read_text(root, PROC_STATUS)
+    status = read_root_file(root, PROC_STATUS)
     allowed_all = allowed_cpus(status) if status is not None else None
     if allowed_all is None:
         return None

@@ -6,7 +6,7 @@ trees. Every failure is "unknown" (0), never an exception.
 
 from __future__ import annotations
 
-import os
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_files import read_root_file
 
 # Above this a cgroup value means "no limit": cgroup v1 reports 2^63 rounded down
 # to the page size (9223372036854771712) when nothing is set.
@@ -16,14 +16,6 @@ CGROUP_V2_MAX = "sys/fs/cgroup/memory.max"
 CGROUP_V2_CURRENT = "sys/fs/cgroup/memory.current"
 CGROUP_V1_LIMIT = "sys/fs/cgroup/memory/memory.limit_in_bytes"
 CGROUP_V1_USAGE = "sys/fs/cgroup/memory/memory.usage_in_bytes"
-
-
-def _read_text(root: str, relative: str) -> str | None:
-    try:
-        with open(os.path.join(root, relative), encoding="utf-8", errors="replace") as handle:
-            return handle.read()
-    except (OSError, ValueError):
-        return None
 
 
 def _meminfo_kib(value: str) -> int | None:
@@ -60,7 +52,7 @@ def parse_meminfo(text: str) -> tuple[int, int]:
 
 def read_meminfo(root: str = "/") -> tuple[int, int]:
     """(total MiB, available MiB) of the host kernel, from ``<root>/proc/meminfo``."""
-    text = _read_text(root, "proc/meminfo")
+    text = read_root_file(root, "proc/meminfo")
     return parse_meminfo(text) if text is not None else (0, 0)
 
 
@@ -83,12 +75,12 @@ def cgroup_memory(root: str = "/") -> tuple[int, int]:
     v2 first; when it gives no limit, v1 (the seed does the same, so a v2 ``max``
     does not hide a v1 limit on a hybrid layout).
     """
-    limit = parse_cgroup_bytes(_read_text(root, CGROUP_V2_MAX))
+    limit = parse_cgroup_bytes(read_root_file(root, CGROUP_V2_MAX))
     if limit > 0:
-        return limit, parse_cgroup_bytes(_read_text(root, CGROUP_V2_CURRENT))
-    limit = parse_cgroup_bytes(_read_text(root, CGROUP_V1_LIMIT))
+        return limit, parse_cgroup_bytes(read_root_file(root, CGROUP_V2_CURRENT))
+    limit = parse_cgroup_bytes(read_root_file(root, CGROUP_V1_LIMIT))
     if limit > 0:
-        return limit, parse_cgroup_bytes(_read_text(root, CGROUP_V1_USAGE))
+        return limit, parse_cgroup_bytes(read_root_file(root, CGROUP_V1_USAGE))
     return 0, 0
 
 
@@ -116,23 +108,37 @@ def _safe_unit_name(unit: str) -> bool:
     return bool(unit) and "/" not in unit and "\0" not in unit and unit not in (".", "..")
 
 
+def parse_memory_stat(text: str | None, key: str) -> int:
+    """Bytes of one ``memory.stat`` line (``anon 123``) in MiB; 0 when absent."""
+    for line in (text or "").splitlines():
+        name, _sep, value = line.partition(" ")
+        if name == key and value.strip().isdigit():
+            return int(value.strip()) >> 20
+    return 0
+
+
 def unit_memory_mib(unit: str, root: str = "/") -> int:
-    """Memory charged to a systemd unit of ``system.slice`` (MiB); 0 when absent or unreadable.
+    """Anonymous memory of a systemd unit of ``system.slice`` (MiB); 0 when absent or unreadable.
 
     The module adds it back to the free RAM so that the instance's own running
-    service does not shrink the plan once it runs (DESIGN section 4). v2:
-    ``system.slice/<unit>/memory.current``; v1:
-    ``memory/system.slice/<unit>/memory.usage_in_bytes``. Both count the page
-    cache charged to the unit (an mmap-ed model's pages), part of which
-    ``MemAvailable`` already counts as available.
+    service does not shrink the plan once it runs (DESIGN section 4). Only the
+    anonymous part (KV cache, compute buffers, a --no-mmap model): the page
+    cache of an mmap-ed model is already counted in ``MemAvailable``, so adding
+    it again would overstate the free RAM. v2: ``anon`` of
+    ``system.slice/<unit>/memory.stat``; v1: ``total_rss`` of
+    ``memory/system.slice/<unit>/memory.stat``. Without a memory.stat, the whole
+    charge (``memory.current`` / ``memory.usage_in_bytes``) is the fallback.
     """
     if not _safe_unit_name(unit):
         return 0
-    for relative in (
-        f"sys/fs/cgroup/system.slice/{unit}/memory.current",
-        f"sys/fs/cgroup/memory/system.slice/{unit}/memory.usage_in_bytes",
+    for directory, stat_key, total_file in (
+        (f"sys/fs/cgroup/system.slice/{unit}", "anon", "memory.current"),
+        (f"sys/fs/cgroup/memory/system.slice/{unit}", "total_rss", "memory.usage_in_bytes"),
     ):
-        text = _read_text(root, relative)
+        stat = read_root_file(root, f"{directory}/memory.stat")
+        if stat is not None:
+            return parse_memory_stat(stat, stat_key)
+        text = read_root_file(root, f"{directory}/{total_file}")
         if text is not None:
             return parse_cgroup_bytes(text)
     return 0

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import stat
+import subprocess
+import sys
+import time
 import urllib.error
 from pathlib import Path
 
@@ -210,3 +214,32 @@ def test_host_facts_with_an_unknown_field_fails(tmp_path):
     proc = run_playbook(tmp_path, plan_task("Bad facts", args))[0]
     assert proc.returncode != 0
     assert "unknown field(s) vram" in proc.stdout
+
+
+def test_foreign_process_on_the_port_is_named(tmp_path, engine_bin, model_path):
+    port = free_port()
+    listener = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import socket,time; s=socket.socket(); s.bind(('127.0.0.1', {port})); s.listen(); time.sleep(120)",
+        ],
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        args = base_args(tmp_path, engine_bin, model_path, PORT=port)
+        proc, _ = run_playbook(tmp_path, plan_task("Plan on a busy port", args))
+        assert proc.returncode != 0
+        assert f"port {port} is already in use by pid {listener.pid}" in proc.stdout
+        args["check_port"] = False
+        proc, result = run_playbook(tmp_path, plan_task("Plan without the port check", args))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert result["port_conflict"] == ""
+    finally:
+        listener.kill()
+        listener.wait()

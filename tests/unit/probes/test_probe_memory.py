@@ -21,6 +21,7 @@ THIS_HOST = FIXTURES / "this-host-v1"
 V2_LIMITED = FIXTURES / "v2-container-limited"
 V2_UNLIMITED = FIXTURES / "v2-container-unlimited"
 V2_HOST_UNIT = FIXTURES / "v2-host-with-unit"
+V2_HOST_UNIT_STAT = FIXTURES / "v2-host-with-unit-stat"
 V1_LIMITED = FIXTURES / "v1-container-limited"
 UNIT = "llama-server-main.service"
 
@@ -205,6 +206,7 @@ def test_ram_facts_nothing(tmp_path: Path) -> None:
     ("root", "unit", "expected"),
     [
         (V2_HOST_UNIT, UNIT, 9216),
+        (V2_HOST_UNIT_STAT, UNIT, 2048),  # anon only: the model's page cache is already "available"
         (V1_LIMITED, UNIT, 3072),
         (V2_HOST_UNIT, "llama-server-other.service", 0),
         (THIS_HOST, UNIT, 0),
@@ -223,6 +225,17 @@ def test_unit_memory_v2_wins_over_v1(tmp_path: Path) -> None:
     write(tmp_path, f"sys/fs/cgroup/system.slice/{UNIT}/memory.current", "2097152\n")
     write(tmp_path, f"sys/fs/cgroup/memory/system.slice/{UNIT}/memory.usage_in_bytes", "4194304\n")
     assert unit_memory_mib(UNIT, str(tmp_path)) == 2
+
+
+def test_unit_memory_v1_stat_uses_total_rss(tmp_path: Path) -> None:
+    write(tmp_path, f"sys/fs/cgroup/memory/system.slice/{UNIT}/memory.stat", "cache 999999999\ntotal_rss 8388608\n")
+    write(tmp_path, f"sys/fs/cgroup/memory/system.slice/{UNIT}/memory.usage_in_bytes", "1008388607\n")
+    assert unit_memory_mib(UNIT, str(tmp_path)) == 8
+
+
+def test_unit_memory_stat_without_the_key_is_zero(tmp_path: Path) -> None:
+    write(tmp_path, f"sys/fs/cgroup/system.slice/{UNIT}/memory.stat", "file 4096\nanon x\n")
+    assert unit_memory_mib(UNIT, str(tmp_path)) == 0
 
 
 def test_unit_memory_garbage_is_zero(tmp_path: Path) -> None:
