@@ -7,9 +7,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 venv=${VENV:-$root/.venv}
 # Outside this git checkout: ansible-test would otherwise ask git for the file
 # list and find the copy ignored.
-base=${LLAMAFLEET_ANSIBLE_TEST_DIR:-${TMPDIR:-/tmp}/llamafleet-ansible-test}
+base=$(mktemp -d "${TMPDIR:-/tmp}/llamafleet-ansible-test.XXXXXX")
+trap 'rm -rf "$base"' EXIT
 dest="$base/ansible_collections/llamafleet/llamacpp"
-rm -rf "$dest" && mkdir -p "$dest"
+mkdir -p "$dest"
 (cd "$root" && git ls-files -z --cached --others --exclude-standard) | (cd "$root" && xargs -0 cp --parents -t "$dest")
 # ansible-test downloads a pip bootstrap script from a host unreachable here.
 pip_version=$("$venv/bin/python" - <<'PY'

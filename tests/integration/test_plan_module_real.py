@@ -233,7 +233,7 @@ def test_foreign_process_on_the_port_is_named(tmp_path, engine_bin, model_path):
                     break
             time.sleep(0.05)
         args = base_args(tmp_path, engine_bin, model_path, PORT=port)
-        proc, _ = run_playbook(tmp_path, plan_task("Plan on a busy port", args))
+        proc = run_playbook(tmp_path, plan_task("Plan on a busy port", args))[0]
         assert proc.returncode != 0
         assert f"port {port} is already in use by pid {listener.pid}" in proc.stdout
         args["check_port"] = False
