@@ -5,7 +5,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export LLAMAFLEET_CACHE ?= $(HOME)/.cache/llamafleet
 
-.PHONY: venv demo test lint unit sanity integration engine model bench clean
+.PHONY: venv demo test lint unit sanity integration engine model bench clean \
+	collections fleet-up fleet-down molecule
 
 $(STAMP): requirements-dev.txt
 	test -x $(PY) || python3.11 -m venv $(VENV) || python3 -m venv $(VENV)
@@ -26,6 +27,23 @@ engine:
 model:
 	scripts/fetch_model.sh
 
+## A local fleet of real systemd hosts (systemd-nspawn, ssh over veth); see scripts/fleet.sh.
+FLEET_SIZE ?= 2
+fleet-up:
+	scripts/fleet.sh up $(FLEET_SIZE)
+
+fleet-down:
+	scripts/fleet.sh down
+
+## The checkout as collection llamafleet.llamacpp (symlink tree, as conftest.py makes it).
+collections: $(STAMP)
+	@$(PY) -c 'import conftest'
+
+## Molecule on the local fleet (create/destroy: molecule/shared); MOLECULE_ARGS="-s default" for one.
+MOLECULE_ARGS ?= --all
+molecule: $(STAMP) collections
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/molecule test $(MOLECULE_ARGS)
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/ansible-lint --profile production --offline
@@ -39,11 +57,14 @@ sanity: $(STAMP)
 
 integration: $(STAMP)
 	LLAMAFLEET_ENGINE_DIR="$$(scripts/build_engine.sh current)" \
+	LLAMAFLEET_OLD_ENGINE_DIR="$$(scripts/build_engine.sh old)" \
 	LLAMAFLEET_MODEL="$$(scripts/fetch_model.sh)" \
 	  $(VENV)/bin/pytest tests/integration -p no:cacheprovider
 
 bench: $(STAMP)
 	$(PY) bench/gguf_read.py "$$(scripts/fetch_model.sh)"
+	$(PY) bench/gguf_hostile.py
+	$(PY) bench/fuzz_plan.py
 	$(PY) bench/module_plan.py "$$(scripts/build_engine.sh current)" "$$(scripts/fetch_model.sh)"
 
 ## Every test and linter.

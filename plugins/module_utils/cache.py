@@ -19,7 +19,12 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.capabilities i
     supports_slot_save_path,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.facts import HostFacts
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flags import flag_value, has_any_flag, parse_int
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flags import (
+    C_INT_MAX,
+    flag_value,
+    has_any_flag,
+    parse_c_int,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.notes import Note
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.persist import slot_persist_plan
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.placement import (
@@ -50,12 +55,13 @@ def cache_ram_setting(preset: Mapping[str, str]) -> tuple[str, bool, bool]:
 
     Empty or ``auto`` (any case) is automatic sizing; an integer >= -1 is a
     manual MiB count, re-formatted (-1 = unlimited, 0 = cache off); anything
-    else is unreadable (ok False).
+    else, a number beyond a C int included (the engine would not start), is
+    unreadable (ok False).
     """
     value = preset.get("CACHE_RAM", "").strip()
     if value == "" or value.lower() == "auto":
         return "", True, True
-    n = parse_int(value)
+    n = parse_c_int(value)
     if n is not None and n >= -1:
         return str(n), False, True
     return "", False, False
@@ -95,7 +101,8 @@ def cache_ram_auto(preset: Mapping[str, str], extra: Sequence[str], facts: HostF
         return 0, f"free RAM too tight (ceiling {ceiling} MiB)"
     if need <= ENGINE_CACHE_RAM_DEFAULT_MIB:
         return 0, f"the default is enough (estimated need {need} MiB)"
-    return min(need, ceiling), f"estimated need {need} MiB, ceiling {ceiling} MiB"
+    # --cache-ram is read with std::stoi: never more than a C int, whatever the host reports.
+    return min(need, ceiling, C_INT_MAX), f"estimated need {need} MiB, ceiling {ceiling} MiB"
 
 
 def cache_ram_args(preset: Mapping[str, str], extra: Sequence[str], facts: HostFacts) -> tuple[list[str], list[Note]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 _FIT_FLAG = re.compile(r"(?:^|[\s,])--fit(?:[\s,=\[]|$)")
+_MMAP_FLAG = re.compile(r"(?:^|[\s,])--mmap(?:[\s,]|$)")
 _NGL_AUTO_WINDOW = 400
 
 
@@ -30,6 +31,21 @@ def supports_ngl_auto(help_text: str) -> bool:
     if i < 0:
         return False
     return "'auto'" in help_text[i:i + _NGL_AUTO_WINDOW]
+
+
+def supports_ngl_all(help_text: str) -> bool:
+    """``-ngl all``: the help around the first -ngl mentions 'all' (older engines read a number only)."""
+    i = help_text.find("--n-gpu-layers")
+    if i < 0:
+        i = help_text.find("-ngl")
+    if i < 0:
+        return False
+    return "'all'" in help_text[i:i + _NGL_AUTO_WINDOW]
+
+
+def supports_mmap_switch(help_text: str) -> bool:
+    """A ``--mmap`` switch of its own (``--no-mmap`` alone does not count)."""
+    return bool(_MMAP_FLAG.search(help_text))
 
 
 def fits_layers_itself(help_text: str) -> bool:
@@ -107,3 +123,19 @@ def old_context_shift_default(help_text: str) -> bool:
 
 def supports_api_key_file(help_text: str) -> bool:
     return "--api-key-file" in help_text
+
+
+_FLASH_ATTN_LINE = re.compile(r"^.*--flash-attn.*$", re.MULTILINE)
+_FLASH_ATTN_VALUE = re.compile(r"--flash-attn\s+(?:\[|\{|<|[A-Z]{1,12}\b)")
+
+
+def flash_attn_is_switch(help_text: str) -> bool:
+    """Older engines: ``-fa`` is an off-by-default switch; newer ones take on|off|auto (auto by default)."""
+    line = _FLASH_ATTN_LINE.search(help_text)
+    return line is not None and not _FLASH_ATTN_VALUE.search(line.group(0))
+
+
+def lists_flag(help_text: str, name: str) -> bool:
+    """The help lists ``name`` as a flag (llama.cpp also reads ``_`` as ``-`` in long names)."""
+    candidates = {name, name.replace("_", "-")} if name.startswith("--") else {name}
+    return any(re.search(r"(?<![\w-])" + re.escape(c) + r"(?![\w-])", help_text) for c in candidates)

@@ -20,7 +20,12 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.capabilities i
     supports_ctx_checkpoints,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.facts import GGUFInfo, HostFacts
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flags import flag_value, has_any_flag, parse_int
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flags import (
+    flag_value,
+    has_any_flag,
+    parse_c_int,
+    parse_int,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.notes import Note
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.state import MIB, is_hybrid, state_bytes
 
@@ -64,7 +69,7 @@ def ckpt_count(preset: Mapping[str, str], extra: Sequence[str], arg_env: Mapping
     if value == "":
         value = arg_env.get(CKPT_ENV, "")
     if value == "":
-        n = parse_int(preset.get("CTX_CHECKPOINTS", "").strip())
+        n = parse_c_int(preset.get("CTX_CHECKPOINTS", "").strip())
         return n if n is not None and n >= 0 else ENGINE_CKPT_DEFAULT
     n = parse_int(value.strip())
     return -1 if n is None or n < 0 else n
@@ -106,7 +111,8 @@ def _ctx_checkpoints_part(
     value = preset.get("CTX_CHECKPOINTS", "").strip()
     arg_env = facts.arg_env
     if value:
-        n = parse_int(value)
+        # Beyond a C int the engine would not start (std::stoi): unreadable too.
+        n = parse_c_int(value)
         if n is None or n < 0:
             text = f"CTX_CHECKPOINTS={value} unreadable (a number of checkpoints per slot, ≥ 0): ignored"
             return [], [Note("ckpt.invalid", text)]
@@ -136,8 +142,8 @@ def _ctx_checkpoints_part(
 
 
 def _min_step_part(value: str, extra: Sequence[str], facts: HostFacts) -> tuple[list[str], list[Note]]:
-    """Part B: an explicit CKPT_MIN_STEP (trimmed, non-empty)."""
-    n = parse_int(value)
+    """Part B: an explicit CKPT_MIN_STEP (trimmed, non-empty); beyond a C int it is refused too."""
+    n = parse_c_int(value)
     if n is None or n <= 0:
         # 0 means "no minimum": close checkpoints fill the list and FIFO eviction
         # ends up dropping the one at the start of the conversation.

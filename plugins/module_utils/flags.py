@@ -68,6 +68,10 @@ def env_truthy(value: str | None) -> bool:
 
 
 _INT64_MAX = (1 << 63) - 1
+# llama.cpp reads every integer flag (-t, -tb, -c, --cache-ram, --ctx-checkpoints,
+# --checkpoint-min-step, ...) with std::stoi: beyond a C int it throws and the
+# engine exits at start, a restart loop under systemd.
+C_INT_MAX = (1 << 31) - 1
 
 
 def parse_int(text: str) -> int | None:
@@ -81,5 +85,17 @@ def parse_int(text: str) -> int | None:
         return None
     value = int(text)
     if value > _INT64_MAX or value < -_INT64_MAX - 1:
+        return None
+    return value
+
+
+def parse_c_int(text: str) -> int | None:
+    """:func:`parse_int` limited to a C ``int``, what llama.cpp's std::stoi accepts.
+
+    For preset values the planner writes into an integer flag: a larger number
+    would stop the engine at start, so it counts as unreadable.
+    """
+    value = parse_int(text)
+    if value is None or not -C_INT_MAX - 1 <= value <= C_INT_MAX:
         return None
     return value

@@ -29,15 +29,24 @@ _OLD_FLAGS_FOR_MODE: dict[str, tuple[str, ...]] = {
 DIO_DROPPED_TEXT = "this engine does not know --load-mode dio (DirectIO): default loading"
 
 
-def normalize_load_flags(extra: Sequence[str], supports_load_mode: bool) -> tuple[list[str], Note | None]:
+def normalize_load_flags(
+    extra: Sequence[str], supports_load_mode: bool, knows_mmap: bool = True
+) -> tuple[list[str], Note | None]:
     """EXTRA_ARGS in the load-flag form this engine understands.
 
     Returns a new token list (the input is never modified) and the
     ``load.dio_dropped`` note when a DirectIO request had to be dropped.
+    ``knows_mmap``: an engine without --load-mode still has a ``--mmap``
+    switch. Older ones only have ``--no-mmap`` and exit on ``--mmap``, which
+    asks for their default anyway: it is dropped there (a deliberate
+    difference from the spec, which leaves it in place).
     """
     if supports_load_mode:
         return _upgrade(extra), None
-    return _downgrade(extra)
+    kept, note = _downgrade(extra)
+    if not knows_mmap:
+        kept = [tok for tok in kept if tok != "--mmap"]
+    return kept, note
 
 
 def _upgrade(extra: Sequence[str]) -> list[str]:

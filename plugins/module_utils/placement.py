@@ -47,11 +47,21 @@ def is_external(preset: Mapping[str, str]) -> bool:
     return preset.get("EXTERNAL", "").strip() == "1"
 
 
-def ngl_args(ngl: str, fits_itself: bool) -> tuple[list[str], Note | None]:
-    """NGL -> GPU-layer flags (spec section 5.3)."""
+def ngl_args(ngl: str, fits_itself: bool, knows_all: bool = True) -> tuple[list[str], Note | None]:
+    """NGL -> GPU-layer flags (spec section 5.3).
+
+    ``knows_all``: the engine takes ``-ngl all`` (its help says so). Older
+    engines read the value as a number and exit on ``all``: 999 means every
+    layer there (a deliberate difference from the spec, which passes it as is).
+    """
     ngl = ngl.strip()
     if ngl.lower() == "auto":
         return [], None
+    if ngl.lower() == "all" and not knows_all:
+        return ["-ngl", NGL_SENTINEL], Note(
+            "ngl.all_unsupported",
+            f"NGL={ngl}: this engine reads -ngl as a number only → -ngl {NGL_SENTINEL} (every layer)",
+        )
     if ngl == NGL_SENTINEL and fits_itself:
         return ["-ngl", "auto"], Note(
             "ngl.sentinel_auto",

@@ -15,8 +15,10 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils import (
     capabilities,
     checkpoints,
     cuda_knobs,
+    extra_args,
     fidelity,
     fit,
+    flash_attn,
     load_guard,
     load_mode,
     moe,
@@ -103,6 +105,20 @@ def _get(preset: Mapping[str, str], key: str) -> str:
     return preset.get(key, "") or DEFAULTS[key]
 
 
+def normalize_extra(tokens: list[str], help_text: str) -> tuple[list[str], list[Note]]:
+    """EXTRA_ARGS as the engine will get them: load flags in its generation's form (spec 6),
+    ``--flag=value`` written as two words. The rules read these tokens; they end argv."""
+    # Known engines only: with no help text the spec's forms are kept. A help text
+    # that lacks a flag proves the engine would exit on it; an empty one proves nothing.
+    extra, load_note = load_mode.normalize_load_flags(
+        tokens,
+        capabilities.supports_load_mode(help_text),
+        capabilities.supports_mmap_switch(help_text) or not help_text,
+    )
+    extra, equals_note = extra_args.split_equals_forms(extra, help_text)
+    return extra, [n for n in (load_note, equals_note) if n]
+
+
 def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
     """Plan one llama-server launch (spec sections 1.3, 1.4, 1.5)."""
     preset = {str(k): str(v) for k, v in preset.items()}
@@ -134,9 +150,8 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
             "EXTRA_ARGS must not carry --api-key: the key would be visible in ps and in the unit file; "
             "give it through the api_key option (or API_KEY), which reaches the engine by file"
         )
-    extra, load_note = load_mode.normalize_load_flags(raw_extra, capabilities.supports_load_mode(help_text))
-    if load_note:
-        notes.append(load_note)
+    extra, extra_notes = normalize_extra(raw_extra, help_text)
+    notes.extend(extra_notes)
 
     env: dict[str, str] = {}
     if preset.get("CUDA_VISIBLE_DEVICES", ""):
@@ -184,7 +199,11 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
     if split_plan.on:
         argv += split_plan.ngl_args
     elif not has_any_flag(extra, *NGL_FLAGS):
-        layer_flags, ngl_note = ngl_args(preset.get("NGL", ""), capabilities.fits_layers_itself(help_text))
+        layer_flags, ngl_note = ngl_args(
+            preset.get("NGL", ""),
+            capabilities.fits_layers_itself(help_text),
+            capabilities.supports_ngl_all(help_text) or not help_text,
+        )
         if ngl_note:
             notes.append(ngl_note)
         argv += layer_flags
@@ -199,6 +218,8 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
         argv += ["-ctk", k_type]
     if v_type:
         argv += ["-ctv", v_type]
+    fa_flags, fa_notes = flash_attn.v_cache_flash_attn_args(preset, extra, facts)
+    argv += fa_flags
     if facts.mmproj:
         argv += ["--mmproj", facts.mmproj]
 
@@ -246,6 +267,7 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
     fidelity_note = fidelity.kv_fidelity_note(eff_k, eff_v, kv_source, extra, facts.arg_env)
     if fidelity_note:
         notes.append(fidelity_note)
+    notes.extend(fa_notes)
     notes.extend(fidelity.lossy_cache_notes(extra, facts))
     notes.extend(moe.moe_notes(preset, extra, facts))
 

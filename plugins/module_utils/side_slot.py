@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.capabilities import supports_no_kv_unified
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.facts import HostFacts
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flags import has_any_flag, parse_int
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flags import C_INT_MAX, has_any_flag, parse_int
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.notes import Note
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.placement import (
     DEFAULT_CTX,
@@ -82,6 +82,9 @@ def side_slot_plan(preset: Mapping[str, str], extra: Sequence[str], facts: HostF
     if ctx is None or ctx <= 0:
         # 0 would mean "the model's context", which doubling cannot express.
         return 0, 0, "CTX must be an explicit token count"
+    if 2 * ctx > C_INT_MAX:
+        # llama.cpp reads -c with std::stoi: a larger value stops the engine at start.
+        return 0, 0, f"CTX={ctx}: -c {2 * ctx} would exceed llama.cpp's limit of {C_INT_MAX}"
     extra_mib, why = side_slot_vram(preset, extra, facts, ctx)
     if why:
         return 0, 0, why

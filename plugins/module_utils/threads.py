@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.facts import CpuBudget
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flags import flag_value, has_any_flag, parse_int
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flags import flag_value, has_any_flag, parse_c_int
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.notes import Note
 
 THREAD_FLAGS = ("-t", "--threads")
@@ -38,13 +38,14 @@ BATCH_GUARD_TEXT = (
 def thread_count(key: str, raw: str) -> tuple[int, Note | None]:
     """THREADS / THREADS_BATCH as a count; 0 means automatic.
 
-    Empty is automatic without a word; text or a negative number used to make
-    the engine fail on its arguments, so it is dropped with a note.
+    Empty is automatic without a word; text, a negative number or one beyond a
+    C int used to make the engine fail on its arguments, so it is dropped with
+    a note.
     """
     value = raw.strip()
     if not value:
         return 0, None
-    count = parse_int(value)
+    count = parse_c_int(value)
     if count is None or count < 0:
         text = f"{key}={value} ignored (not a thread count ≥ 0) → automatic"
         return 0, Note("threads.invalid", text, code=key)

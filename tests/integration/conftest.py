@@ -2,8 +2,9 @@
 
 Both are built/fetched by the project's own scripts (cached outside the repo)
 and handed over through environment variables by `make integration`:
-LLAMAFLEET_ENGINE_DIR (directory of llama-server) and LLAMAFLEET_MODEL (the
-.gguf file). A missing part is an error, not a skip: these tests are the proof
+LLAMAFLEET_ENGINE_DIR (directory of llama-server), LLAMAFLEET_OLD_ENGINE_DIR
+(the same for the older engine generation) and LLAMAFLEET_MODEL (the .gguf
+file). A missing part is an error, not a skip: these tests are the proof
 that plans run on a real engine.
 """
 
@@ -36,6 +37,14 @@ def _required_env(name: str) -> str:
 @pytest.fixture(scope="session")
 def engine_bin() -> str:
     path = Path(_required_env("LLAMAFLEET_ENGINE_DIR")) / "llama-server"
+    assert path.is_file(), f"no llama-server in {path.parent}"
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def old_engine_bin() -> str:
+    """The older llama-server generation (no --load-mode, no --fit): scripts/build_engine.sh old."""
+    path = Path(_required_env("LLAMAFLEET_OLD_ENGINE_DIR")) / "llama-server"
     assert path.is_file(), f"no llama-server in {path.parent}"
     return str(path)
 

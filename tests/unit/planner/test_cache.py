@@ -87,6 +87,9 @@ def facts(**changes) -> HostFacts:
         pytest.param("abc", ("", False, False), id="text"),
         pytest.param("4 096", ("", False, False), id="inner-space"),
         pytest.param("1_000", ("", False, False), id="underscore"),
+        # --cache-ram is read with std::stoi: beyond a C int the engine would exit at start (fuzz finding).
+        pytest.param("2147483647", ("2147483647", False, True), id="c-int-max"),
+        pytest.param("2147483648", ("", False, False), id="beyond-c-int"),
     ],
 )
 def test_cache_ram_setting(raw, expected):
@@ -191,6 +194,20 @@ def test_cache_ram_auto_hybrid_counts_recurrent_checkpoints(ctx, need):
     assert mib == min(need, CEILING)
 
 
+def test_cache_ram_auto_never_exceeds_a_c_int():
+    """Fuzz finding: absurd host readings (a state of PiB, RAM beyond 2^31 MiB) must not reach --cache-ram."""
+    huge = facts(
+        gguf=replace(DENSE, key_len=2**31 - 1, val_len=2**31 - 1),
+        vram_mib=2**62,
+        ram_mib=2**50,
+        ram_avail_mib=2**50,
+    )
+    mib, why = cache_ram_auto({}, [], huge)
+    assert mib == 2**31 - 1
+    assert why.startswith("estimated need ")
+    assert cache_ram_args({}, [], huge)[0] == ["--cache-ram", "2147483647"]
+
+
 def test_cache_ram_auto_recurrent_is_what_makes_the_hybrid_need_bigger():
     # Same attention geometry without ssm keys: 6 GiB of KV only -> 2.5 * 6144 = 15 360 MiB.
     attention_only = replace(HYBRID, hybrid=False, full_attn_interval=0, head_count_kv=1)
@@ -238,7 +255,7 @@ def test_cache_ram_args_auto_silent_when_estimate_is_zero():
     assert cache_ram_args({"KV_TYPE": "q8_0"}, [], BASE) == ([], [])
 
 
-@pytest.mark.parametrize("raw", ["-2", "1.5", "abc", " abc "])
+@pytest.mark.parametrize("raw", ["-2", "1.5", "abc", " abc ", "2147483648"])
 def test_cache_ram_args_invalid_keeps_raw_value(raw):
     args, notes = cache_ram_args({"CACHE_RAM": raw}, [], BASE)
     assert args == []

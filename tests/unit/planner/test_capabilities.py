@@ -7,6 +7,8 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils import capabil
 from .helptexts import NEW_ENGINE, OLD_ENGINE
 
 ALL_TESTS = [
+    cap.supports_ngl_all,
+    cap.supports_mmap_switch,
     cap.supports_reasoning,
     cap.supports_load_mode,
     cap.supports_ngl_auto,
@@ -124,3 +126,28 @@ def test_mtp_needs_both_markers():
     assert cap.supports_mtp("draft-mtp") is False
     assert cap.supports_mtp("--spec-draft-n-max") is False
     assert cap.supports_draft_simple("draft-simple") is False
+
+
+@pytest.mark.parametrize(
+    ("help_text", "expected"),
+    [
+        pytest.param("-ngl,  --n-gpu-layers N   an exact number, 'auto', or 'all' (default: auto)", True, id="new"),
+        pytest.param("-ngl,  --gpu-layers, --n-gpu-layers N   number of layers to store in VRAM", False, id="old"),
+        pytest.param("-ngl N  layers\n" + "x" * 500 + "'all'", False, id="beyond-window"),
+    ],
+)
+def test_ngl_all(help_text, expected):
+    assert cap.supports_ngl_all(help_text) is expected
+
+
+@pytest.mark.parametrize(
+    ("help_text", "expected"),
+    [
+        pytest.param("--mmap, --no-mmap   whether to memory-map the model", True, id="pair"),
+        pytest.param("--no-mmap   do not memory-map model", False, id="no-form-only"),
+        pytest.param("-lm, --load-mode MODE   auto, mmap, mmap+mlock, mlock, none, dio", False, id="load-mode"),
+        pytest.param("--mmap-x  other", False, id="lookalike"),
+    ],
+)
+def test_mmap_switch(help_text, expected):
+    assert cap.supports_mmap_switch(help_text) is expected

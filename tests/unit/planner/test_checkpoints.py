@@ -110,6 +110,7 @@ def test_engine_build_notice(build, has_notice):
         pytest.param({"CTX_CHECKPOINTS": "0"}, [], {}, 0, id="preset-zero"),
         pytest.param({"CTX_CHECKPOINTS": "abc"}, [], {}, 32, id="preset-unreadable-ignored"),
         pytest.param({"CTX_CHECKPOINTS": "-3"}, [], {}, 32, id="preset-negative-ignored"),
+        pytest.param({"CTX_CHECKPOINTS": "2147483648"}, [], {}, 32, id="preset-beyond-c-int-ignored"),
         pytest.param({"CTX_CHECKPOINTS": "12"}, [], {"LLAMA_ARG_CTX_CHECKPOINTS": "10"}, 10, id="env-beats-preset"),
         pytest.param({}, [], {"LLAMA_ARG_CTX_CHECKPOINTS": " 10 "}, 10, id="env-trimmed"),
         pytest.param({}, [], {"LLAMA_ARG_CTX_CHECKPOINTS": "many"}, -1, id="env-unparsable"),
@@ -202,6 +203,13 @@ def test_ram_tight(ram_mib, model_bytes, tight):
             ("ckpt.invalid", "CTX_CHECKPOINTS=1.5 unreadable (a number of checkpoints per slot, ≥ 0): ignored"),
             id="unreadable-before-help",
         ),
+        # --ctx-checkpoints is read with std::stoi: beyond a C int the engine would exit at start (fuzz finding).
+        pytest.param("2147483647", [], DENSE_FACTS, ["--ctx-checkpoints", "2147483647"], None, id="c-int-max"),
+        pytest.param(
+            "2147483648", [], DENSE_FACTS, [],
+            ("ckpt.invalid", "CTX_CHECKPOINTS=2147483648 unreadable (a number of checkpoints per slot, ≥ 0): ignored"),
+            id="beyond-c-int",
+        ),
         pytest.param(
             "16", [], replace(DENSE_FACTS, help="--checkpoint-min-step"), [],
             ("ckpt.unsupported", "this engine does not know --ctx-checkpoints: CTX_CHECKPOINTS ignored"),
@@ -284,6 +292,10 @@ REFUSED = (
         pytest.param("0", [], DENSE_FACTS, [], ("step.refused", REFUSED.format(v="0")), id="zero"),
         pytest.param("-5", [], DENSE_FACTS, [], ("step.refused", REFUSED.format(v="-5")), id="negative"),
         pytest.param(" abc ", [], DENSE_FACTS, [], ("step.refused", REFUSED.format(v="abc")), id="text"),
+        # --checkpoint-min-step is read with std::stoi: beyond a C int the engine would exit (fuzz finding).
+        pytest.param("2147483647", [], DENSE_FACTS, ["--checkpoint-min-step", "2147483647"], None, id="c-int-max"),
+        pytest.param("2147483648", [], DENSE_FACTS, [], ("step.refused", REFUSED.format(v="2147483648")),
+                     id="beyond-c-int"),
         pytest.param("0", [], replace(DENSE_FACTS, help=""), [], ("step.refused", REFUSED.format(v="0")),
                      id="refused-before-help"),
         pytest.param(

@@ -10,6 +10,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flags import (
     flag_values,
     has_any_flag,
     has_flag_prefix,
+    parse_c_int,
     parse_int,
 )
 
@@ -84,6 +85,16 @@ def test_env_truthy(value, truthy):
 )
 def test_parse_int_is_strict(text, value):
     assert parse_int(text) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("2147483647", 2**31 - 1), ("-2147483648", -(2**31)), ("2147483648", None), ("-2147483649", None),
+     ("+2147483647", 2**31 - 1), ("0", 0), (str(1 << 62), None), ("x", None)],
+)
+def test_parse_c_int_is_what_std_stoi_accepts(text, value):
+    """llama.cpp reads integer flags with std::stoi: beyond a C int the engine exits at start (fuzz finding)."""
+    assert parse_c_int(text) == value
 
 
 def test_flag_name():

@@ -124,3 +124,31 @@ def test_accepts_a_tuple():
     out, note = normalize_load_flags(("--mlock",), True)
     assert out == ["--load-mode", "mmap+mlock"]
     assert note is None
+
+
+# --- an engine without --load-mode and without a --mmap switch -------------
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        pytest.param(["--mmap"], [], id="mmap-alone-dropped"),
+        pytest.param(["-c", "1", "--mmap", "--mlock"], ["-c", "1", "--mlock"], id="mmap-dropped-mlock-kept"),
+        pytest.param(["--load-mode", "none", "--mmap"], ["--no-mmap"], id="mmap-dropped-after-downgrade"),
+        pytest.param(["--mmapx", "--mmap=1"], ["--mmapx", "--mmap=1"], id="lookalikes-kept"),
+    ],
+)
+def test_mmap_dropped_where_the_engine_has_no_such_switch(extra, expected):
+    # Deliberate difference from spec 6.2: llama.cpp of August 2025 has --no-mmap only and exits on
+    # --mmap ("error: invalid argument: --mmap"); mmap is its default, so nothing is lost.
+    before = list(extra)
+    out, note = normalize_load_flags(extra, False, knows_mmap=False)
+    assert out == expected
+    assert note is None
+    assert extra == before
+
+
+def test_mmap_kept_where_the_engine_has_the_switch():
+    assert normalize_load_flags(["--mmap"], False, knows_mmap=True) == (["--mmap"], None)
+    # The upgrade direction ignores the switch question: --mmap becomes --load-mode mmap.
+    assert normalize_load_flags(["--mmap"], True, knows_mmap=False) == (["--load-mode", "mmap"], None)

@@ -31,6 +31,26 @@ def test_ngl_args(ngl, fits, args, note):
 
 
 @pytest.mark.parametrize(
+    ("ngl", "knows_all", "args", "note"),
+    [
+        pytest.param("all", True, ["-ngl", "all"], False, id="all-known"),
+        pytest.param(" ALL ", False, ["-ngl", "999"], True, id="all-unknown-any-case"),
+        pytest.param("28", False, ["-ngl", "28"], False, id="number-unaffected"),
+        pytest.param("", False, ["-ngl", "999"], False, id="empty-unaffected"),
+    ],
+)
+def test_ngl_all_needs_the_engine_to_know_it(ngl, knows_all, args, note):
+    # Deliberate difference from spec 5.3: llama.cpp of August 2025 reads -ngl with stoi and exits on
+    # "all" ('error while handling argument "-ngl": stoi'); 999 is every layer there.
+    got, got_note = pl.ngl_args(ngl, False, knows_all)
+    assert got == args
+    assert (got_note is not None) is note
+    if note:
+        assert got_note.id == "ngl.all_unsupported"
+        assert "NGL=ALL" in got_note.text
+
+
+@pytest.mark.parametrize(
     ("extra", "env", "offloaded"),
     [
         pytest.param([], {}, True, id="default"),

@@ -63,9 +63,33 @@ ACTIVE_CASES = [
 
 
 @pytest.mark.parametrize(("preset", "args"), ACTIVE_CASES)
-@pytest.mark.parametrize("help_text", ["", REASONING_HELP], ids=["no-help", "help"])
-def test_active_reasoning_needs_no_help(preset, args, help_text):
-    assert reasoning_args(preset, HostFacts(help=help_text)) == (args, [])
+def test_active_reasoning_with_flag_known(preset, args):
+    assert reasoning_args(preset, HostFacts(help=REASONING_HELP)) == (args, [])
+
+
+@pytest.mark.parametrize(("preset", "args"), ACTIVE_CASES)
+def test_active_reasoning_on_an_unknown_engine_follows_the_spec(preset, args):
+    # No help text proves nothing: spec 10.1's form (no help check) is kept.
+    assert reasoning_args(preset, HostFacts(help="")) == (args, [])
+
+
+@pytest.mark.parametrize(("preset", "args"), ACTIVE_CASES)
+@pytest.mark.parametrize(
+    "help_text",
+    [
+        pytest.param(OLD_HELP, id="only-reasoning-dash-flags"),
+        pytest.param("--reasoning\n", id="no-trailing-space"),
+    ],
+)
+def test_active_reasoning_without_flag_notes(preset, args, help_text):
+    # Deliberate difference from spec 10.1 ("no help check"): an engine without --reasoning exits
+    # on it (llama.cpp of August 2025: "error: invalid argument: --reasoning"), and its
+    # --reasoning-budget takes only -1 or 0. Nothing is passed; the note names the value.
+    assert args
+    flags, notes = reasoning_args(preset, HostFacts(help=help_text))
+    assert flags == []
+    assert [(n.id, n.code) for n in notes] == [("reasoning.unsupported", "active")]
+    assert f"REASONING={preset['REASONING'].strip()}" in notes[0].text
 
 
 @pytest.mark.parametrize(

@@ -124,6 +124,13 @@ def test_accepted(preset, extra, changes, expected):
     assert side_slot_plan(preset, extra, make_facts(**changes)) == expected
 
 
+def test_largest_context_whose_double_is_a_c_int():
+    """Fuzz finding: 1073741823 tokens doubles to 2147483646, still a C int; 1073741824 is refused (above)."""
+    tokens, extra_mib, why = side_slot_plan(preset_with(CTX="1073741823"), [], make_facts(vram_mib=2**50))
+    assert (tokens, why) == (1073741823, "")
+    assert extra_mib > 0
+
+
 def test_vram_boundary_is_strictly_greater():
     # 8192 MiB + 2 × 40960 tokens × 1/8 MiB = 18432 MiB = exactly 90 % of 20480 MiB.
     facts = make_facts(vram_mib=20480)
@@ -208,6 +215,14 @@ def test_checks_follow_the_listed_order_not_the_token_order(extra, arg_env, why)
         pytest.param(preset_with(CTX="-5"), [], {}, "CTX must be an explicit token count", id="7-negative"),
         pytest.param(preset_with(CTX="32k"), [], {}, "CTX must be an explicit token count", id="7-text"),
         pytest.param(preset_with(CTX="1.5"), [], {}, "CTX must be an explicit token count", id="7-float"),
+        # -c is read with std::stoi: 2×CTX beyond a C int would stop the engine at start (fuzz finding).
+        pytest.param(
+            preset_with(CTX="1073741824"),
+            [],
+            {"vram_mib": 2**50},
+            "CTX=1073741824: -c 2147483648 would exceed llama.cpp's limit of 2147483647",
+            id="7-doubled-beyond-c-int",
+        ),
         pytest.param(ON, [], {"vram_mib": 0}, "NVIDIA VRAM unknown (macOS, AMD, --device…)", id="8-vram"),
         pytest.param(ON, [], {"gguf": None}, "GGUF metadata unreadable", id="8-gguf"),
         pytest.param(ON, [], {"model_bytes": 0}, "model size unknown", id="8-size"),

@@ -48,6 +48,10 @@ COUNT_CASES = [
     pytest.param("THREADS", "٣", 0, invalid("THREADS", "٣"), id="non-ascii-digit"),
     pytest.param("THREADS", "4 4", 0, invalid("THREADS", "4 4"), id="inner-space"),
     pytest.param("THREADS", "99999999999999999999", 0, invalid("THREADS", "99999999999999999999"), id="overflow"),
+    # llama.cpp reads -t/-tb with std::stoi: beyond a C int the engine would exit at start (fuzz finding).
+    pytest.param("THREADS", "2147483647", 2147483647, None, id="c-int-max"),
+    pytest.param("THREADS", "2147483648", 0, invalid("THREADS", "2147483648"), id="beyond-c-int"),
+    pytest.param("THREADS_BATCH", "4294967296", 0, invalid("THREADS_BATCH", "4294967296"), id="batch-beyond-c-int"),
     pytest.param("THREADS_BATCH", "x", 0, invalid("THREADS_BATCH", "x"), id="batch-key-in-note"),
     pytest.param("THREADS_BATCH", " 12", 12, None, id="batch-number"),
 ]

@@ -2,9 +2,10 @@
 
 Well-formed files are written with ``gguf.GGUFWriter`` into tmp_path and every
 field is compared with what ``gguf.GGUFReader`` (an independent implementation)
-says about the same file. Broken and hostile files are encoded by hand below
-(``Raw``), from the format as the gguf package writes it (gguf 0.19.0,
-gguf_writer.py) and as documented in spec 4.3: nothing here is captured.
+says about the same file. Broken and hostile files are encoded by hand
+(``Raw`` in gguf_corpus.py, shared with bench/gguf_hostile.py), from the format
+as the gguf package writes it (gguf 0.19.0, gguf_writer.py) and as documented
+in spec 4.3: nothing here is captured.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import os
 import random
 import signal
-import struct
 import subprocess
 import sys
 import tracemalloc
@@ -37,9 +37,26 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.gguf_meta impo
 gguf = pytest.importorskip("gguf", reason="the gguf package (requirements-dev.txt) is needed to write test files")
 np = pytest.importorskip("numpy")
 
-from gguf import GGUFEndian, GGUFReader, GGUFValueType, GGUFWriter  # noqa: E402
+from gguf import GGUFEndian, GGUFReader  # noqa: E402
 
-T = GGUFValueType
+from .gguf_corpus import (  # noqa: E402
+    DENSE_KV,
+    DENSE_TENSORS,
+    HYBRID_KV,
+    MTP_KV,
+    MTP_TENSORS,
+    Raw,
+    T,
+    base_kvs,
+    base_tensors,
+    hostile_files,
+    put,
+    section_cuts,
+    write_model,
+    write_split,
+    write_truncation_model,
+)
+
 INT_MAX = 2**31 - 1
 
 
@@ -70,36 +87,7 @@ def deadline() -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-# ---------------------------------------------------------------- writing real files with GGUFWriter
-
-
-def write_model(
-    path: Path,
-    arch: str,
-    kv: Sequence[tuple[str, object, GGUFValueType] | tuple[str, object, GGUFValueType, GGUFValueType]] = (),
-    tensors: Sequence[tuple[str, tuple[int, ...]]] = (("token_embd.weight", (4, 8)),),
-    *,
-    endianess: GGUFEndian = GGUFEndian.LITTLE,
-    alignment: int | None = None,
-    split_max_tensors: int = 0,
-    small_first_shard: bool = False,
-) -> list[Path]:
-    """Write a model with GGUFWriter; returns the files written (several when split)."""
-    writer = GGUFWriter(
-        path, arch, endianess=endianess, split_max_tensors=split_max_tensors, small_first_shard=small_first_shard
-    )
-    for key, value, vtype, *sub in kv:
-        writer.add_key_value(key, value, vtype, sub_type=sub[0] if sub else None)
-    if alignment is not None:
-        writer.add_custom_alignment(alignment)
-    for name, shape in tensors:
-        writer.add_tensor(name, np.arange(np.prod(shape), dtype=np.float32).reshape(shape))
-    files = writer.format_shard_names(path)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return files
+# ---------------------------------------------------------------- well-formed files (GGUFWriter)
 
 
 def reader_opinion(paths: Sequence[Path]) -> GGUFInfo:
@@ -157,61 +145,6 @@ def reader_opinion(paths: Sequence[Path]) -> GGUFInfo:
         has_nextn_tensor=block_count > 0 and f"blk.{block_count - 1}.nextn.eh_proj.weight" in names,
         tensor_count=sum(len(r.tensors) for r in readers),
     )
-
-
-VOCAB = [f"tok{i}" for i in range(300)] + ["", "▁héllo", "<|end|>"]
-
-# A dense llama-like model, with the usual tokenizer arrays and float keys to skip.
-DENSE_KV = [
-    ("general.name", "tiny llama", T.STRING),
-    ("llama.context_length", 4096, T.UINT32),
-    ("llama.embedding_length", 256, T.UINT32),
-    ("llama.block_count", 4, T.UINT32),
-    ("llama.feed_forward_length", 688, T.UINT32),
-    ("llama.attention.head_count", 8, T.UINT32),
-    ("llama.attention.head_count_kv", 2, T.UINT32),
-    ("llama.attention.key_length", 32, T.UINT32),
-    ("llama.attention.value_length", 32, T.UINT32),
-    ("llama.rope.freq_base", 10000.0, T.FLOAT32),
-    ("llama.attention.layer_norm_rms_epsilon", 1e-5, T.FLOAT32),
-    ("general.some_f64", 0.5, T.FLOAT64),
-    ("tokenizer.ggml.model", "llama", T.STRING),
-    ("tokenizer.ggml.tokens", VOCAB, T.ARRAY, T.STRING),
-    ("tokenizer.ggml.scores", [0.0] * len(VOCAB), T.ARRAY, T.FLOAT32),
-    ("tokenizer.ggml.token_type", [1] * len(VOCAB), T.ARRAY, T.INT32),
-    ("tokenizer.ggml.add_bos_token", True, T.BOOL),
-    ("general.tags", ["a", "b"], T.ARRAY, T.STRING),
-]
-DENSE_TENSORS = [("token_embd.weight", (8, 16))] + [(f"blk.{i}.attn_q.weight", (4, 4)) for i in range(4)]
-
-# A hybrid (recurrent + attention) model: ssm keys and a per-layer head_count_kv array.
-HYBRID_KV = [
-    ("qwen3next.context_length", 262144, T.UINT32),
-    ("qwen3next.embedding_length", 2048, T.UINT32),
-    ("qwen3next.block_count", 8, T.UINT32),
-    ("qwen3next.expert_count", 64, T.UINT32),
-    ("qwen3next.full_attention_interval", 4, T.UINT32),
-    ("qwen3next.attention.head_count", 16, T.UINT32),
-    ("qwen3next.attention.head_count_kv", [0, 0, 0, 2, 0, 0, 0, 2], T.ARRAY, T.UINT32),
-    ("qwen3next.attention.key_length", 256, T.UINT32),
-    ("qwen3next.attention.value_length", 256, T.UINT32),
-    ("qwen3next.ssm.conv_kernel", 4, T.UINT32),
-    ("qwen3next.ssm.inner_size", 4096, T.UINT32),
-    ("qwen3next.ssm.state_size", 128, T.UINT32),
-    ("qwen3next.ssm.group_count", 16, T.UINT32),
-    ("qwen3next.ssm.time_step_rank", 32, T.UINT32),
-]
-
-# An MoE model with a multi-token-prediction head in its last block.
-MTP_KV = [
-    ("glm4moe.block_count", 4, T.UINT32),
-    ("glm4moe.nextn_predict_layers", 1, T.UINT32),
-    ("glm4moe.expert_count", 8, T.UINT32),
-    ("glm4moe.context_length", 131072, T.UINT32),
-    ("glm4moe.attention.head_count", 12, T.UINT32),
-    ("glm4moe.attention.head_count_kv", 4, T.UINT32),
-]
-MTP_TENSORS = [("token_embd.weight", (4, 4)), ("blk.3.nextn.eh_proj.weight", (4, 8))]
 
 
 WELL_FORMED = {
@@ -339,15 +272,6 @@ def test_nextn_tensor_must_be_in_the_last_block(tmp_path, tensors, expected):
 # ---------------------------------------------------------------- split models
 
 
-def write_split(directory: Path, *, small_first_shard: bool) -> list[Path]:
-    tensors = [("token_embd.weight", (4, 4)), ("blk.0.attn_q.weight", (4,)), ("blk.3.nextn.eh_proj.weight", (4, 8))]
-    files = write_model(
-        directory / "glm.gguf", "glm4moe", kv=MTP_KV, tensors=tensors,
-        split_max_tensors=1 if not small_first_shard else 2, small_first_shard=small_first_shard,
-    )  # fmt: skip
-    return files
-
-
 @pytest.mark.parametrize("small_first_shard", [False, True], ids=["tensors-in-every-shard", "no-tensor-first-shard"])
 def test_split_model_any_shard_gives_the_same_info(tmp_path, small_first_shard):
     files = write_split(tmp_path, small_first_shard=small_first_shard)
@@ -389,103 +313,6 @@ def test_split_model_with_a_broken_follower_shard(tmp_path):
 # ---------------------------------------------------------------- hand-encoded files
 
 
-class Raw:
-    """Encode GGUF pieces by hand, to build files GGUFWriter refuses to write."""
-
-    def __init__(self, version: int = 3, order: str = "<") -> None:
-        self.version = version
-        self.order = order
-        self.count_fmt = "I" if version == 1 else "Q"
-        self.dim_fmt = "I" if version == 1 else "Q"
-
-    def pack(self, fmt: str, *values) -> bytes:
-        return struct.pack(self.order + fmt, *values)
-
-    def count(self, n: int) -> bytes:
-        return self.pack(self.count_fmt, n)
-
-    def string(self, text: str | bytes) -> bytes:
-        data = text.encode() if isinstance(text, str) else text
-        return self.count(len(data)) + data
-
-    def kv(self, key: str | bytes, vtype: int, payload: bytes) -> bytes:
-        return self.string(key) + self.pack("I", vtype) + payload
-
-    def u32(self, key: str, value: int) -> bytes:
-        return self.kv(key, T.UINT32, self.pack("I", value))
-
-    def text(self, key: str, value: str) -> bytes:
-        return self.kv(key, T.STRING, self.string(value))
-
-    def array(self, elem_type: int, count: int, body: bytes = b"") -> bytes:
-        return self.pack("I", elem_type) + self.count(count) + body
-
-    def tensor(
-        self, name: str | bytes, dims: Sequence[int] = (8,), offset: int = 0, n_dims: int | None = None
-    ) -> bytes:
-        return (
-            self.string(name)
-            + self.pack("I", len(dims) if n_dims is None else n_dims)
-            + b"".join(self.pack(self.dim_fmt, d) for d in dims)
-            + self.pack("I", 0)
-            + self.pack("Q", offset)
-        )
-
-    def header(self, n_tensors: int, n_kv: int, magic: bytes = b"GGUF", version: int | None = None) -> bytes:
-        return (
-            magic
-            + self.pack("I", self.version if version is None else version)
-            + self.count(n_tensors)
-            + self.count(n_kv)
-        )
-
-    def file(
-        self,
-        kvs: Sequence[bytes] = (),
-        tensors: Sequence[bytes] = (),
-        data: bytes = bytes(64),
-        alignment: int = 32,
-        **header,
-    ) -> tuple[bytes, list[int]]:
-        """The file and the offsets where its sections end (header, each kv, each tensor, data start)."""
-        header.setdefault("n_tensors", len(tensors))
-        header.setdefault("n_kv", len(kvs))
-        out = self.header(**header)
-        marks = [len(out)]
-        for piece in [*kvs, *tensors]:
-            out += piece
-            marks.append(len(out))
-        if tensors:
-            out += bytes(-len(out) % alignment)
-            marks.append(len(out))
-            out += data
-        return out, marks
-
-
-def base_kvs(raw: Raw) -> list[bytes]:
-    return [
-        raw.text("general.architecture", "llama"),
-        raw.u32("llama.block_count", 2),
-        raw.u32("llama.context_length", 2048),
-        raw.kv("llama.attention.head_count_kv", T.ARRAY, raw.array(T.UINT16, 2, raw.pack("2H", 4, 2))),
-        raw.kv(
-            "tokenizer.ggml.tokens",
-            T.ARRAY,
-            raw.array(T.STRING, 3, raw.string("a") + raw.string("") + raw.string("bc")),
-        ),
-    ]
-
-
-def base_tensors(raw: Raw) -> list[bytes]:
-    return [raw.tensor("token_embd.weight", (4, 2), 0), raw.tensor("blk.1.nextn.eh_proj.weight", (8,), 32)]
-
-
-def put(tmp_path: Path, data: bytes, name: str = "m.gguf") -> str:
-    path = tmp_path / name
-    path.write_bytes(data)
-    return str(path)
-
-
 EXPECTED_RAW = GGUFInfo(
     arch="llama", block_count=2, context_length=2048, head_count_kv=4, head_count_kv_layers=(4, 2),
     has_nextn_tensor=True, tensor_count=2,
@@ -517,141 +344,22 @@ def test_missing_architecture_resolves_nothing(tmp_path):
 
 @pytest.mark.parametrize("version", [1, 3])
 def test_truncation_at_every_section_boundary(tmp_path, deadline, version):
-    raw = Raw(version)
-    data, marks = raw.file(base_kvs(raw), base_tensors(raw))
-    last_tensor_start = marks[-1] + 32
-    cuts = {0, 2, 4, 6, 8, *marks, *(m - 1 for m in marks), *(m + 1 for m in marks), last_tensor_start}
-    for cut in sorted(c for c in cuts if 0 <= c <= last_tensor_start):
+    data, cuts, valid = section_cuts(version)
+    for cut in cuts:
         with pytest.raises(GGUFError):
             read_gguf_info(put(tmp_path, data[:cut], f"cut{cut}.gguf"))
     # One byte of the last tensor's data is enough for the offset check (spec 4.3).
-    assert read_gguf_info(put(tmp_path, data[: last_tensor_start + 1], "ok.gguf")).tensor_count == 2
+    assert read_gguf_info(put(tmp_path, data[:valid], "ok.gguf")).tensor_count == 2
 
 
 def test_truncation_at_every_byte_of_a_written_file(tmp_path, deadline):
-    [path] = write_model(tmp_path / "m.gguf", "qwen3next", kv=HYBRID_KV + DENSE_KV[12:], tensors=MTP_TENSORS)
-    data = path.read_bytes()
-    reader = GGUFReader(path)
-    end = max(t.data_offset for t in reader.tensors)  # absolute offset of the last tensor's data
+    data, end = write_truncation_model(tmp_path / "m.gguf")  # end: absolute offset of the last tensor's data
     cut_path = tmp_path / "cut.gguf"
     for cut in range(end + 1):
         cut_path.write_bytes(data[:cut])
         clear_cache()
         with pytest.raises(GGUFError):
             read_gguf_info(str(cut_path))
-
-
-def _one_kv(raw: Raw, piece: bytes) -> bytes:
-    return raw.file([raw.text("general.architecture", "llama"), piece], base_tensors(raw))[0]
-
-
-HUGE = 2**62
-
-
-def hostile_files() -> dict[str, tuple[bytes, str]]:
-    """name -> (file, regex the GGUFError message must match: proves which check fired)."""
-    r = Raw()
-    r1 = Raw(1)
-    arch = r.text("general.architecture", "llama")
-    nested = r.array(
-        T.ARRAY, 1, r.array(T.ARRAY, 1, r.array(T.ARRAY, 1, r.array(T.ARRAY, 1, r.array(T.UINT8, 1, b"\1"))))
-    )
-    return {
-        "wrong-magic": (b"GGUL" + _one_kv(r, r.u32("a", 1))[4:], "bad magic"),
-        "empty-file": (b"", "truncated"),
-        "magic-only": (b"GGUF", "truncated: version"),
-        "version-0": (r.header(0, 0, version=0), "unsupported GGUF version 0"),
-        "version-4": (r.header(0, 0, version=4), "unsupported GGUF version 4"),
-        "version-big-endian-4": (r.header(0, 0, version=0x04000000), "unsupported GGUF version"),
-        "version-65536": (r.header(0, 0, version=0x10000), "unsupported GGUF version"),
-        "kv-count-over-2^20": (r.header(0, (1 << 20) + 1) + arch * 4, "kv count 1048577 exceeds"),
-        "tensor-count-over-2^22": (r.header((1 << 22) + 1, 0) + bytes(64), "tensor count 4194305 exceeds"),
-        "kv-count-larger-than-file": (r.header(0, 1000) + arch, "truncated: key length"),
-        "tensor-count-larger-than-file": (r.header(1000, 0) + r.tensor("a"), "truncated: tensor name length"),
-        "v1-header-cut": (r1.header(0, 2)[:-2], "truncated: kv count"),
-        "key-longer-than-64KiB": (
-            r.header(0, 1) + r.kv("k" * (64 * 1024 + 1), T.UINT32, r.pack("I", 1)),
-            "key of 65537 bytes exceeds",
-        ),
-        "key-length-larger-than-file": (r.header(0, 1) + r.count(1000) + b"general", "truncated: key needs 1000"),
-        "key-length-huge": (r.header(0, 1) + r.count(HUGE) + b"general", "key of .* bytes exceeds"),
-        "string-length-larger-than-file": (
-            r.header(0, 1) + r.kv("general.name", T.STRING, r.count(1 << 20) + b"x"),
-            "truncated: general.name",
-        ),
-        "string-longer-than-64MiB": (
-            r.header(0, 1) + r.kv("general.name", T.STRING, r.count((64 << 20) + 1)),
-            "exceeds 67108864",
-        ),
-        "arch-string-length-huge": (
-            r.header(0, 1) + r.kv("general.architecture", T.STRING, r.count(HUGE) + b"x"),
-            "exceeds 67108864",
-        ),
-        "unknown-value-type-13": (_one_kv(r, r.kv("x", 13, r.pack("I", 1))), "unknown value type 13"),
-        "unknown-value-type-huge": (_one_kv(r, r.kv("x", 0xFFFFFFFF, r.pack("I", 1))), "unknown value type"),
-        "unknown-array-element-type": (
-            _one_kv(r, r.kv("x", T.ARRAY, r.array(42, 1, b"\0" * 8))),
-            "unknown array element type 42",
-        ),
-        "array-of-u8-longer-than-file": (_one_kv(r, r.kv("x", T.ARRAY, r.array(T.UINT8, 1 << 30))), "truncated: array"),
-        "array-of-f64-count-huge": (_one_kv(r, r.kv("x", T.ARRAY, r.array(T.FLOAT64, HUGE))), "truncated: array"),
-        "string-array-count-huge": (_one_kv(r, r.kv("x", T.ARRAY, r.array(T.STRING, HUGE))), "truncated: string array"),
-        "string-array-count-just-over": (
-            r.header(0, 1) + r.kv("x", T.ARRAY, r.array(T.STRING, 3, r.string("ab") * 2)),
-            "truncated",
-        ),
-        "string-in-array-longer-than-file": (
-            _one_kv(r, r.kv("x", T.ARRAY, r.array(T.STRING, 1, r.count(1 << 20)))),
-            "truncated: string of 1048576",
-        ),
-        # The last string of the last key of a file without tensors: nothing after it would notice.
-        "last-string-in-array-cut-no-tensors": (
-            r.header(0, 2) + arch + r.kv("x", T.ARRAY, r.array(T.STRING, 2, r.string("ab") + r.count(5) + b"abc")),
-            "truncated: string of 5 bytes",
-        ),
-        "string-in-array-over-64MiB": (
-            _one_kv(r, r.kv("x", T.ARRAY, r.array(T.STRING, 1, r.count((64 << 20) + 1)))),
-            "exceeds 67108864",
-        ),
-        "nested-array-count-huge": (_one_kv(r, r.kv("x", T.ARRAY, r.array(T.ARRAY, HUGE))), "truncated: nested array"),
-        "nested-arrays-depth-5": (_one_kv(r, r.kv("x", T.ARRAY, nested)), "nested deeper than 4"),
-        "head-count-kv-array-longer-than-file": (
-            _one_kv(r, r.kv("llama.attention.head_count_kv", T.ARRAY, r.array(T.UINT32, 65536, r.pack("I", 4)))),
-            "truncated: array",
-        ),
-        "alignment-0": (_one_kv(r, r.u32("general.alignment", 0)), "alignment 0 is not a power of two"),
-        "alignment-3": (_one_kv(r, r.u32("general.alignment", 3)), "alignment 3 is not a power of two"),
-        "alignment-2^21": (_one_kv(r, r.u32("general.alignment", 1 << 21)), "alignment 2097152 is not"),
-        "alignment-negative": (
-            _one_kv(r, r.kv("general.alignment", T.INT32, r.pack("i", -32))),
-            "alignment -32 is not",
-        ),
-        "alignment-a-string": (_one_kv(r, r.text("general.alignment", "32")), "alignment is not an integer"),
-        "alignment-a-float": (
-            _one_kv(r, r.kv("general.alignment", T.FLOAT32, r.pack("f", 32.0))),
-            "alignment is not an integer",
-        ),
-        "alignment-a-bool": (_one_kv(r, r.kv("general.alignment", T.BOOL, b"\1")), "alignment is not an integer"),
-        "duplicate-key": (
-            r.file([arch, r.u32("llama.block_count", 1), r.u32("llama.block_count", 2)])[0],
-            "duplicate key",
-        ),
-        "tensor-name-over-4096": (r.file([arch], [r.tensor("t" * 4097)])[0], "tensor name of 4097 bytes exceeds"),
-        "tensor-name-length-huge": (r.header(1, 0) + r.count(HUGE) + b"t", "tensor name of .* exceeds"),
-        "tensor-n-dims-9": (r.file([arch], [r.tensor("t", (1,) * 9)])[0], "has 9 dimensions"),
-        "tensor-n-dims-huge-no-dims": (
-            r.header(1, 0) + r.string("t") + r.pack("I", 0xFFFFFFFF),
-            "has 4294967295 dimensions",
-        ),
-        "tensor-dims-cut": (r.header(1, 0) + r.string("t") + r.pack("I", 4) + r.pack("Q", 1), "truncated: tensor dims"),
-        "tensor-offset-past-file": (r.file([arch], [r.tensor("t", (4,), offset=1 << 40)])[0], "tensor data cut short"),
-        "tensor-offset-u64-max": (r.file([arch], [r.tensor("t", (4,), offset=2**64 - 1)])[0], "tensor data cut short"),
-        "tensor-offset-past-data": (
-            r.file([arch], [r.tensor("t", (4,), offset=64)], data=bytes(64))[0],
-            "tensor data cut short",
-        ),
-        "tensor-table-without-data": (r.header(1, 1) + arch + r.tensor("t"), "tensor data cut short"),
-    }
 
 
 HOSTILE = hostile_files()
