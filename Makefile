@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export LLAMAFLEET_CACHE ?= $(HOME)/.cache/llamafleet
 
-.PHONY: venv demo test lint unit sanity integration engine model bench clean \
+.PHONY: venv deploy-local demo test lint unit sanity integration engine model bench clean \
 	collections fleet-up fleet-down molecule
 
 $(STAMP): requirements-dev.txt
@@ -16,7 +16,12 @@ $(STAMP): requirements-dev.txt
 
 venv: $(STAMP)
 
-## The main job on an embedded default: plan the example preset for the example host.
+## The main job on an embedded default: deploy llama-server to a local fleet of two systemd hosts
+## (systemd-nspawn) with the real CPU engine and Gemma-3-270M, print the summary and a completion per host.
+deploy-local: $(STAMP) collections
+	VENV=$(CURDIR)/$(VENV) scripts/local_fleet.sh
+
+## Plan the example preset for the example two-GPU host (pure planning, nothing deployed).
 demo: $(STAMP)
 	$(PY) scripts/plan_demo.py
 
@@ -44,9 +49,10 @@ MOLECULE_ARGS ?= --all
 molecule: $(STAMP) collections
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/molecule test $(MOLECULE_ARGS)
 
-lint: $(STAMP)
+lint: $(STAMP) collections
 	$(VENV)/bin/ruff check .
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/ansible-lint --profile production --offline
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" ANSIBLE_COLLECTIONS_PATH="$(CURDIR)/.collections" \
+	  $(VENV)/bin/ansible-lint --profile production --offline
 
 unit: $(STAMP)
 	$(VENV)/bin/pytest tests/unit \

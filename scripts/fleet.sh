@@ -195,6 +195,15 @@ host_pid() {
   esac
 }
 
+# While booting: the process we started is still there. (host_pid also checks
+# its command line, which is briefly neither ours nor nspawn's while the
+# launcher execs: fine for status and down, a false "exited" during boot.)
+host_alive() {
+  local pidfile
+  pidfile="$(host_dir "$1")/nspawn.pid"
+  [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null
+}
+
 # Per-host files go into the upper dir before the first boot: the overlay shows
 # them on top of the shared rootfs.
 prepare_upper() {
@@ -293,7 +302,7 @@ configure_veth() {
   veth=$(veth_name "$i")
   deadline=$(( $(date +%s) + 30 ))
   until ip link show "$veth" >/dev/null 2>&1; do
-    host_pid "$i" >/dev/null || die "$(host_name "$i"): systemd-nspawn exited; log: $(host_dir "$i")/console.log
+    host_alive "$i" || die "$(host_name "$i"): systemd-nspawn exited; log: $(host_dir "$i")/console.log
 $(tail -n 20 "$(host_dir "$i")/console.log")"
     [ "$(date +%s)" -lt "$deadline" ] || die "$(host_name "$i"): no $veth after 30 s"
     sleep 0.2
@@ -308,7 +317,7 @@ wait_ready() {
   deadline=$(( $(date +%s) + boot_timeout ))
   until out=$(host_ssh "$i" systemctl is-system-running 2>/dev/null) \
         || [ "$out" = degraded ]; do
-    host_pid "$i" >/dev/null || die "$name: systemd-nspawn exited; last console lines:
+    host_alive "$i" || die "$name: systemd-nspawn exited; last console lines:
 $(tail -n 20 "$(host_dir "$i")/console.log")"
     if [ "$(date +%s)" -ge "$deadline" ]; then
       die "$name: not ready after ${boot_timeout} s (ssh to $(host_addr "$i") / systemd state '${out:-no answer}'); console: $(host_dir "$i")/console.log"

@@ -31,6 +31,7 @@ SMALL_CTX = "512"
 DRAFT = "@draft@"  # replaced by the path of a copy of the model (a draft that is not the model itself)
 SLOT_DIR = "@slots@"  # replaced by the slot directory the planner derives from home
 
+
 @dataclass(frozen=True)
 class Expect:
     """What one engine's plan must hold.

@@ -1,0 +1,173 @@
+"""Filters of the llama_server role: preset layering and what a plan says about the service.
+
+They keep the role's YAML free of argv parsing and case juggling, and are unit-tested.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import posixpath
+from collections.abc import Mapping, Sequence
+
+from ansible.errors import AnsibleFilterError
+
+# Flags whose value the summary reports; the last occurrence wins, as in the engine
+# (the user's EXTRA_ARGS come last in the planned argv).
+CTX_FLAGS = ("-c", "--ctx-size")
+NGL_FLAGS = ("-ngl", "--gpu-layers", "--n-gpu-layers")
+CACHE_RAM_FLAGS = ("-cram", "--cache-ram")
+HOST_FLAGS = ("--host",)
+PORT_FLAGS = ("--port",)
+# Loki's defaults (planner.DEFAULTS) when the argv has no --host / --port.
+DEFAULT_HOST = "0.0.0.0"
+DEFAULT_PORT = "8080"
+
+
+def merge_preset(base, *layers) -> dict:
+    """Layer preset mappings, later layers winning; keys upper-cased (Loki keys are case-insensitive).
+
+    ``None`` layers are skipped, so optional per-instance settings can be passed as they are.
+    """
+    merged: dict = {}
+    for position, layer in enumerate((base, *layers)):
+        if layer is None:
+            continue
+        if not isinstance(layer, Mapping):
+            raise AnsibleFilterError(f"merge_preset: layer {position} is not a mapping of preset keys")
+        for key, value in layer.items():
+            name = str(key).strip().upper()
+            if not name:
+                raise AnsibleFilterError(f"merge_preset: layer {position} has an empty key")
+            merged[name] = value
+    return merged
+
+
+# Per-instance settings that are preset keys under another name.
+INSTANCE_PRESET_KEYS = {"port": "PORT", "host": "HOST", "cuda_visible_devices": "CUDA_VISIBLE_DEVICES"}
+
+
+def instance_preset(instance, presets) -> dict:
+    """The preset an instance runs: its named preset, then its ``settings``, then port/host/GPU selection.
+
+    Keys are upper-cased; an API_KEY stays in the result (the role moves it to a credential file).
+    """
+    if not isinstance(instance, Mapping):
+        raise AnsibleFilterError("instance_preset: the input must be an instance mapping")
+    presets = presets or {}
+    if not isinstance(presets, Mapping):
+        raise AnsibleFilterError("instance_preset: presets must be a mapping of preset name to preset")
+    name = instance.get("name", "?")
+    preset_name = instance.get("preset") or ""
+    if preset_name and preset_name not in presets:
+        known = ", ".join(sorted(map(str, presets))) or "none defined"
+        raise AnsibleFilterError(
+            f"instance {name}: preset {preset_name!r} is not in llama_server_presets (known: {known})"
+        )
+    base = presets[preset_name] if preset_name else {}
+    specials = {key: instance[option] for option, key in INSTANCE_PRESET_KEYS.items()
+                if instance.get(option) is not None and instance.get(option) != ""}
+    return merge_preset(base, instance.get("settings"), specials)
+
+
+def instances_in_state(instances, state: str = "present") -> list:
+    """The instances whose ``state`` (default ``present``) is the given one, in their order."""
+    if isinstance(instances, (str, Mapping)) or not isinstance(instances, Sequence):
+        raise AnsibleFilterError("instances_in_state: the input must be a list of instances")
+    selected = []
+    for instance in instances:
+        if not isinstance(instance, Mapping):
+            raise AnsibleFilterError("instances_in_state: every instance must be a mapping")
+        if (instance.get("state") or "present") == state:
+            selected.append(instance)
+    return selected
+
+
+def _last_value(argv: Sequence[str], flags: Sequence[str]) -> str:
+    value = ""
+    for index, word in enumerate(argv):
+        if word in flags and index + 1 < len(argv):
+            value = argv[index + 1]
+        else:
+            for flag in flags:
+                if flag.startswith("--") and word.startswith(flag + "="):
+                    value = word[len(flag) + 1 :]
+    return value
+
+
+def _is_loopback(address: str) -> bool:
+    address = address.strip()
+    if address.endswith(".sock"):
+        return True  # a UNIX socket: not reachable over the network
+    if address.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to anything
+
+
+def listen_addresses(host: str) -> list[str]:
+    """The addresses of a --host value (comma-separated since recent engines)."""
+    return [part.strip() for part in str(host or DEFAULT_HOST).split(",") if part.strip()] or [DEFAULT_HOST]
+
+
+def loopback_only(host: str) -> bool:
+    """True when every address of a --host value is loopback or a UNIX socket."""
+    return all(_is_loopback(address) for address in listen_addresses(host))
+
+
+def health_target(host: str, port) -> dict:
+    """Where to ask /health from the host itself: {url, unix_socket}."""
+    first = listen_addresses(host)[0]
+    if first.endswith(".sock"):
+        return {"url": "http://localhost/health", "unix_socket": first}
+    bare = first.strip("[]")
+    try:
+        ip = ipaddress.ip_address(bare)
+    except ValueError:
+        return {"url": f"http://{first}:{port}/health", "unix_socket": ""}
+    if ip.is_unspecified:
+        target = "[::1]" if ip.version == 6 else "127.0.0.1"
+    else:
+        target = f"[{bare}]" if ip.version == 6 else bare
+    return {"url": f"http://{target}:{port}/health", "unix_socket": ""}
+
+
+def plan_summary(plan: Mapping) -> dict:
+    """What the fleet report shows of one llama_server_plan result, plus where to check health."""
+    if not isinstance(plan, Mapping):
+        raise AnsibleFilterError("plan_summary: the input must be a llama_server_plan result")
+    argv = [str(word) for word in plan.get("argv") or []]
+    facts = plan.get("facts") or {}
+    host = _last_value(argv, HOST_FLAGS) or DEFAULT_HOST
+    port = _last_value(argv, PORT_FLAGS) or DEFAULT_PORT
+    target = health_target(host, port)
+    model = str(facts.get("model") or "")
+    return {
+        "model": posixpath.basename(model),
+        "model_path": model,
+        "model_bytes": int(facts.get("model_bytes") or 0),
+        "ctx": _last_value(argv, CTX_FLAGS),
+        "ngl": _last_value(argv, NGL_FLAGS),
+        "cache_ram": _last_value(argv, CACHE_RAM_FLAGS),
+        "gpus": len(facts.get("gpus") or []),
+        "vram_mib": int(facts.get("vram_mib") or 0),
+        "ram_mib": int(facts.get("ram_mib") or 0),
+        "ram_avail_mib": int(facts.get("ram_avail_mib") or 0),
+        "notes_count": len(plan.get("notes") or []),
+        "host": host,
+        "port": port,
+        "loopback_only": loopback_only(host),
+        "health_url": target["url"],
+        "health_unix_socket": target["unix_socket"],
+    }
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "instance_preset": instance_preset,
+            "instances_in_state": instances_in_state,
+            "merge_preset": merge_preset,
+            "plan_summary": plan_summary,
+        }

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Put the real parts the llama_server role deploys on the local fleet into the
+# fleet's share directory (bound read-only at /srv/llamafleet in every host:
+# LLAMAFLEET_FLEET_SHARE of scripts/fleet.sh), and describe them for playbooks.
+#
+# Usage: scripts/fleet_artifacts.sh SHARE_DIR   -> prints SHARE_DIR/artifacts.json
+#
+# artifacts.json: {"engine_archive": <file name in the share>, "engine_checksum":
+# "sha256:<hex>", "engine_version": "b<build>", "model": <file name in the share>,
+# "model_checksum": "sha256:<hex>", "wheels_dir": <controller directory of the
+# module runtime's wheels>}. The hosts fetch file:///srv/llamafleet/<name> with
+# the checksum, as they would fetch a release from its URL.
+#
+# Builds/fetches what is missing through scripts/engine_archive.sh,
+# scripts/fetch_model.sh and scripts/wheels.sh (all cached). Files are
+# hard-linked into the share when it is on the same file system, else copied.
+# The model's sha256 is cached next to the share's copy (hashing 250 MB on
+# every run would cost a second each time).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+share=${1:?usage: scripts/fleet_artifacts.sh SHARE_DIR}
+mkdir -p "$share"
+share=$(cd "$share" && pwd -P)
+
+read -r archive archive_checksum < <("$here/engine_archive.sh")
+model=$("$here/fetch_model.sh")
+wheels=$("$here/wheels.sh")
+
+# Same content under the same name in the share; an unchanged file stays untouched.
+place() {
+  local src=$1 dest
+  dest="$share/$(basename "$src")"
+  if [ "$src" -ef "$dest" ]; then return 0; fi
+  if [ -f "$dest" ] && cmp -s "$src" "$dest"; then return 0; fi
+  ln -f "$src" "$dest" 2>/dev/null || { cp -f "$src" "$dest.partial" && mv -f "$dest.partial" "$dest"; }
+}
+place "$archive"
+place "$model"
+
+model_in_share="$share/$(basename "$model")"
+sum_file="$share/.$(basename "$model").sha256"
+if ! [ -f "$sum_file" ] || [ "$model_in_share" -nt "$sum_file" ]; then
+  sha256sum "$model_in_share" | cut -d' ' -f1 >"$sum_file.partial"
+  mv -f "$sum_file.partial" "$sum_file"
+fi
+model_checksum="sha256:$(cat "$sum_file")"
+
+# llama-server-b11434-linux-x86_64-cpu.tar.gz -> b11434
+version=$(basename "$archive" | sed -n 's/^llama-server-\(b[0-9][0-9]*\)-.*/\1/p')
+[ -n "$version" ] || { echo "cannot read the engine version from $archive" >&2; exit 1; }
+
+python3 - "$share/artifacts.json" "$(basename "$archive")" "$archive_checksum" "$version" \
+  "$(basename "$model")" "$model_checksum" "$wheels" <<'EOF'
+import json
+import os
+import sys
+
+path, archive, archive_checksum, version, model, model_checksum, wheels = sys.argv[1:]
+data = {
+    "engine_archive": archive,
+    "engine_checksum": archive_checksum,
+    "engine_version": version,
+    "model": model,
+    "model_checksum": model_checksum,
+    "wheels_dir": wheels,
+}
+text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+try:
+    with open(path, encoding="utf-8") as handle:
+        if handle.read() == text:
+            sys.exit(0)
+except OSError:
+    pass
+with open(path + ".partial", "w", encoding="utf-8") as handle:
+    handle.write(text)
+os.replace(path + ".partial", path)
+EOF
+echo "$share/artifacts.json"
