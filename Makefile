@@ -74,7 +74,7 @@ bench: $(STAMP)
 	$(PY) bench/module_plan.py "$$(scripts/build_engine.sh current)" "$$(scripts/fetch_model.sh)"
 
 ## Every test and linter.
-test: engine model lint unit sanity integration
+test: engine model lint unit sanity integration molecule
 
 clean:
 	rm -rf $(VENV) .collections .pytest_cache .ruff_cache .cache
