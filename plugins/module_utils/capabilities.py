@@ -23,24 +23,22 @@ def supports_load_mode(help_text: str) -> bool:
     return "--load-mode" in help_text
 
 
-def supports_ngl_auto(help_text: str) -> bool:
-    """``-ngl auto``: the help around the first -ngl mentions 'auto'."""
+def _ngl_help(help_text: str) -> str:
+    """The help text from the first --n-gpu-layers (else -ngl) over the 400-character window; "" if none."""
     i = help_text.find("--n-gpu-layers")
     if i < 0:
         i = help_text.find("-ngl")
-    if i < 0:
-        return False
-    return "'auto'" in help_text[i:i + _NGL_AUTO_WINDOW]
+    return help_text[i:i + _NGL_AUTO_WINDOW] if i >= 0 else ""
+
+
+def supports_ngl_auto(help_text: str) -> bool:
+    """``-ngl auto``: the help around the first -ngl mentions 'auto'."""
+    return "'auto'" in _ngl_help(help_text)
 
 
 def supports_ngl_all(help_text: str) -> bool:
     """``-ngl all``: the help around the first -ngl mentions 'all' (older engines read a number only)."""
-    i = help_text.find("--n-gpu-layers")
-    if i < 0:
-        i = help_text.find("-ngl")
-    if i < 0:
-        return False
-    return "'all'" in help_text[i:i + _NGL_AUTO_WINDOW]
+    return "'all'" in _ngl_help(help_text)
 
 
 def supports_mmap_switch(help_text: str) -> bool:
