@@ -420,8 +420,13 @@ cmd_up() {
     fi
     # A dead host's leftovers (upper dir, veth) must not leak into the new boot.
     stop_host "$i"
-    boot_host "$i" "$root"
     booted+=("$i")
+  done
+  # Boot only once every stop is done: a stop removes the shared llamafleet
+  # cgroup when it is empty, which races with an already booted host's
+  # launcher creating its own cgroup under it (mkdir: No such file).
+  for i in "${booted[@]}"; do
+    boot_host "$i" "$root"
   done
   for i in $(seq 1 "$n"); do
     configure_veth "$i"
