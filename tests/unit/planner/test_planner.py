@@ -7,7 +7,6 @@ import pytest
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils import planner
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.planner import (
     CpuBudget,
-    GGUFInfo,
     HostFacts,
     Plan,
     PlanError,
@@ -16,11 +15,11 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.planner import
 )
 
 from .helptexts import NEW_ENGINE, OLD_ENGINE
+from .models import DENSE_32
 
 BIN = "/opt/llama/bin/llama-server"
 MODEL = "/srv/models/m.gguf"
-DENSE = GGUFInfo(arch="llama", block_count=32, context_length=131072, key_len=128, val_len=128, head_count=32,
-                 head_count_kv=8, embedding_length=4096)
+DENSE = DENSE_32
 
 
 def facts(**kw):

@@ -12,7 +12,7 @@ import dataclasses
 
 import pytest
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.facts import GGUFInfo, HostFacts
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.facts import HostFacts
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.notes import Note
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.placement import ngl_forced
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.side_slot import (
@@ -24,34 +24,12 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.side_slot impo
 )
 
 from .helptexts import NEW_ENGINE, OLD_ENGINE
+from .models import DENSE_32, HYBRID_64
 
 GIB = 1 << 30
 
-DENSE = GGUFInfo(
-    arch="llama",
-    block_count=32,
-    key_len=128,
-    val_len=128,
-    head_count=32,
-    head_count_kv=8,
-    embedding_length=4096,
-    context_length=131072,
-)
-# 16 attention layers × 4 heads × (256 × 2 + 256 × 2) = 65536 B/token; 48
-# recurrent layers × (3 × (4096 + 2 × 16 × 128) + 128 × 4096) × 4 B = 100.5 MiB.
-HYBRID = GGUFInfo(
-    arch="qwen35",
-    block_count=64,
-    key_len=256,
-    val_len=256,
-    head_count_kv=4,
-    hybrid=True,
-    full_attn_interval=4,
-    ssm_conv=4,
-    ssm_inner=4096,
-    ssm_state=128,
-    ssm_groups=16,
-)
+DENSE = DENSE_32
+HYBRID = HYBRID_64
 
 ON = {"SIDE_SLOT": "on"}
 

@@ -14,7 +14,7 @@ import dataclasses
 
 import pytest
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.facts import GGUFInfo, HostFacts, SplitDev
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.facts import HostFacts, SplitDev
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.notes import Note
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.split import (
     SPLIT_DENY_ARCHS,
@@ -24,6 +24,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.split import (
 )
 
 from .helptexts import NEW_ENGINE, OLD_ENGINE
+from .models import DENSE_32, HYBRID_64
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -36,32 +37,8 @@ HELP_TENSOR_WORD_ONLY = """\
 """
 HELP_TENSOR_LIST = HELP_TENSOR_WORD_ONLY + "-sm,   --split-mode {none,layer,row,tensor}\n"
 
-DENSE = GGUFInfo(
-    arch="llama",
-    block_count=32,
-    key_len=128,
-    val_len=128,
-    head_count=32,
-    head_count_kv=8,
-    embedding_length=4096,
-    context_length=131072,
-)
-# Hybrid: 64 blocks, one attention layer in 4 -> 16 attention layers × 4 heads
-# = 64 heads × (256 × 2 + 256 × 2) = 65536 B/token; 48 recurrent layers ×
-# (conv 3 × (4096 + 2 × 16 × 128) + 128 × 4096) × 4 B = 105381888 B = 100.5 MiB.
-HYBRID = GGUFInfo(
-    arch="qwen35",
-    block_count=64,
-    key_len=256,
-    val_len=256,
-    head_count_kv=4,
-    hybrid=True,
-    full_attn_interval=4,
-    ssm_conv=4,
-    ssm_inner=4096,
-    ssm_state=128,
-    ssm_groups=16,
-)
+DENSE = DENSE_32
+HYBRID = HYBRID_64
 TWO_CARDS = (SplitDev("CUDA0", 16311), SplitDev("CUDA1", 12288))
 
 BASE_PRESET = {"SPLIT_MODE": "tensor", "CTX": "65536"}
