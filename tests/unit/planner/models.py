@@ -30,3 +30,21 @@ HYBRID_64 = GGUFInfo(
     ssm_state=128,
     ssm_groups=16,
 )
+
+# Hybrid: 48 blocks, attention every 4th -> 12 attention layers (4 KV heads each = 48 heads) and 36 recurrent
+# layers. KV per token (f16): 48 × (256 × 2 + 256 × 2) = 49152 B. Recurrent state (f32):
+# 36 × ((4 - 1) × (4096 + 2 × 16 × 128) + 128 × 4096) × 4 = 79036416 B = 75.375 MiB.
+HYBRID_48 = GGUFInfo(
+    arch="qwen35",
+    block_count=48,
+    head_count_kv=4,
+    key_len=256,
+    val_len=256,
+    full_attn_interval=4,
+    hybrid=True,
+    ssm_conv=4,
+    ssm_inner=4096,
+    ssm_state=128,
+    ssm_groups=16,
+    context_length=262144,
+)

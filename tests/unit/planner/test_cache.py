@@ -16,6 +16,8 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.cache import (
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.facts import GGUFInfo, HostFacts
 
+from .models import HYBRID_48
+
 MIB = 1 << 20
 GIB = 1 << 30
 HELP = "--cache-ram N  --slot-save-path PATH"
@@ -30,20 +32,7 @@ DENSE = GGUFInfo(arch="llama", block_count=48, head_count_kv=8, key_len=128, val
 # 36 recurrent layers.  KV per token (f16): 48 * (256*2 + 256*2) = 49 152 bytes.
 # Recurrent state (f32): conv = (4-1) * (4096 + 2*16*128) = 24 576;
 # 36 * (24 576 + 128*4096) * 4 = 79 036 416 bytes.
-HYBRID = GGUFInfo(
-    arch="qwen35",
-    block_count=48,
-    head_count_kv=4,
-    key_len=256,
-    val_len=256,
-    full_attn_interval=4,
-    hybrid=True,
-    ssm_conv=4,
-    ssm_inner=4096,
-    ssm_state=128,
-    ssm_groups=16,
-    context_length=262144,
-)
+HYBRID = HYBRID_48
 
 # Baseline: 48 GiB VRAM, 128 GiB RAM (100 000 MiB free), a 20 GiB model.
 # ceiling = min(131072 * 30 // 100, 100000 // 2) = min(39321, 50000) = 39321 MiB.

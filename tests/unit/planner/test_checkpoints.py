@@ -16,25 +16,15 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.checkpoints im
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.facts import GGUFInfo, HostFacts
 
+from .models import HYBRID_48
+
 GIB = 1 << 30
 HELP = "--ctx-checkpoints N  --checkpoint-min-step N"
 
 # Hybrid: 48 blocks, attention every 4th -> 36 recurrent layers.
 # Recurrent state (f32) = 36 * ((4-1) * (4096 + 2*16*128) + 128*4096) * 4 = 79 036 416 bytes
 # = 75.375 MiB -> 76 MiB per checkpoint.
-HYBRID = GGUFInfo(
-    arch="qwen3next",
-    block_count=48,
-    head_count_kv=4,
-    key_len=256,
-    val_len=256,
-    full_attn_interval=4,
-    hybrid=True,
-    ssm_conv=4,
-    ssm_inner=4096,
-    ssm_state=128,
-    ssm_groups=16,
-)
+HYBRID = HYBRID_48
 HYBRID_CKPT_MIB = 76
 # Hybrid by architecture name only, no ssm keys: the size falls back to 200 MiB.
 ARCH_ONLY = GGUFInfo(arch="qwen35", block_count=40, head_count_kv=8, key_len=128, val_len=128)

@@ -24,6 +24,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.side_slot impo
 )
 
 from .helptexts import NEW_ENGINE, OLD_ENGINE
+from .ladder import ladder_inputs
 from .models import DENSE_32, HYBRID_64
 
 GIB = 1 << 30
@@ -242,16 +243,7 @@ LADDER = [
 @pytest.mark.parametrize("step", range(len(LADDER)), ids=lambda i: f"step-{i + 2}")
 def test_first_failing_step_wins(step):
     """Step N fails together with every later step: step N's reason is the one reported."""
-    preset = dict(ON)
-    extra: list[str] = []
-    arg_env: dict[str, str] = {}
-    facts_changes: dict = {}
-    # Later steps first, so that an earlier step's change wins where two touch the same input.
-    for preset_changes, tokens, env, other, _reason in reversed(LADDER[step:]):
-        preset.update(preset_changes)
-        extra = tokens + extra
-        arg_env.update(env)
-        facts_changes.update(other)
+    preset, extra, arg_env, facts_changes = ladder_inputs(ON, LADDER, step)
     assert side_slot_plan(preset, extra, make_facts(arg_env=arg_env, **facts_changes)) == (0, 0, LADDER[step][4])
 
 

@@ -24,6 +24,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.split import (
 )
 
 from .helptexts import NEW_ENGINE, OLD_ENGINE
+from .ladder import ladder_inputs
 from .models import DENSE_32, HYBRID_64
 
 GIB = 1 << 30
@@ -619,15 +620,6 @@ LADDER = [
 @pytest.mark.parametrize("step", range(len(LADDER)), ids=lambda i: f"step-{i + 1}")
 def test_first_failing_step_wins(step):
     """Step N fails together with every later step: step N's reason is the one reported."""
-    preset = dict(BASE_PRESET)
-    extra: list[str] = []
-    arg_env: dict[str, str] = {}
-    facts_changes: dict = {}
-    # Later steps first, so that an earlier step's change wins where two touch the same input.
-    for preset_changes, tokens, env, other, _reason in reversed(LADDER[step:]):
-        preset.update(preset_changes)
-        extra = tokens + extra
-        arg_env.update(env)
-        facts_changes.update(other)
+    preset, extra, arg_env, facts_changes = ladder_inputs(BASE_PRESET, LADDER, step)
     result = split_plan(preset, extra, make_facts(arg_env=arg_env, **facts_changes))
     assert result == refused(LADDER[step][4])
