@@ -21,7 +21,7 @@ import signal
 import stat
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.facts import SplitDev
@@ -81,9 +81,16 @@ def run_engine(bin_path: str, args: list[str], env: Mapping[str, str], timeout: 
     engine spawned cannot keep running (or keep our pipe open). A negative
     status is a signal, as in :mod:`subprocess`.
     """
+    return run_command([bin_path], args, env, timeout)
+
+
+def run_command(
+    prefix: Sequence[str], args: Sequence[str], env: Mapping[str, str], timeout: float
+) -> tuple[int | None, str]:
+    """``run_engine`` for any command that ends by starting the engine (the binary, or ``docker run IMAGE``)."""
     try:
         proc = subprocess.Popen(
-            [bin_path, *args],
+            [*prefix, *args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -188,7 +195,12 @@ def list_devices(
     bin_path: str, env: Mapping[str, str], timeout: float = LIST_DEVICES_TIMEOUT_S
 ) -> tuple[SplitDev, ...]:
     """``<bin> --list-devices``; any failure (status, timeout) gives () -- a truncated list is not trusted."""
-    rc, text = run_engine(bin_path, ["--list-devices"], env, timeout)
+    return launcher_devices(binary_launcher(bin_path, env), timeout)
+
+
+def launcher_devices(launcher: EngineLauncher, timeout: float = LIST_DEVICES_TIMEOUT_S) -> tuple[SplitDev, ...]:
+    """``--list-devices`` through any launcher; () on any failure."""
+    rc, text = run_command(launcher.prefix, ["--list-devices"], launcher.env, timeout * launcher.timeout_scale)
     if rc != 0:
         return ()
     return parse_list_devices(text)
@@ -329,9 +341,38 @@ def _write_cache(path: str, identity: Mapping, help_text: str, version: str | No
                 os.unlink(tmp)
 
 
+@dataclass(frozen=True)
+class EngineLauncher:
+    """How to start the engine: the command before its arguments, the environment of that command,
+    and the identity its cached texts hold for (None: not startable, e.g. a missing binary).
+
+    A binary is its own prefix; an image is ``docker run ... IMAGE`` (see probe_docker), whose
+    container start costs seconds, hence ``timeout_scale``.
+    """
+
+    prefix: tuple[str, ...]
+    env: Mapping[str, str]
+    identity: dict | None
+    timeout_scale: float = 1.0
+
+
+def binary_launcher(bin_path: str, env: Mapping[str, str]) -> EngineLauncher:
+    return EngineLauncher(prefix=(bin_path,), env=env, identity=binary_identity(bin_path, env))
+
+
 def engine_texts(
     bin_path: str,
     env: Mapping[str, str],
+    cache_dir: str | None,
+    want_version: bool,
+    write: bool = True,
+) -> EngineTexts:
+    """The binary's help (and, if ``want_version``, version) text; see ``launcher_texts``."""
+    return launcher_texts(binary_launcher(bin_path, env), cache_dir, want_version, write)
+
+
+def launcher_texts(
+    launcher: EngineLauncher,
     cache_dir: str | None,
     want_version: bool,
     write: bool = True,
@@ -345,7 +386,7 @@ def engine_texts(
     binary itself did not change. A non-empty help text is cached only when it
     looks like one (status 0, or it lists ``--help``), for the same reason.
     """
-    identity = binary_identity(bin_path, env)
+    identity = launcher.identity
     if identity is None:
         return EngineTexts()
     path = cache_file(cache_dir, identity) if cache_dir else ""
@@ -356,12 +397,14 @@ def engine_texts(
     version = cached["version"] if cached else None
     help_ok = version_ok = True
     if help_text is None:
-        rc, out = run_engine(bin_path, ["--help"], env, HELP_TIMEOUT_S)
+        rc, out = run_command(launcher.prefix, ["--help"], launcher.env, HELP_TIMEOUT_S * launcher.timeout_scale)
         runs += 1
         help_text = _help_from(rc, out)
         help_ok = bool(help_text) and (rc == 0 or "--help" in help_text)
     if want_version and version is None:
-        rc, out = run_engine(bin_path, ["--version"], env, VERSION_TIMEOUT_S)
+        rc, out = run_command(
+            launcher.prefix, ["--version"], launcher.env, VERSION_TIMEOUT_S * launcher.timeout_scale
+        )
         runs += 1
         version = out if _started(rc, out) else ""
         version_ok = bool(version)

@@ -27,10 +27,19 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.load_guard imp
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.placement import DEVICE_FLAGS, is_external
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_cpu import cpuset_threads
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_docker import (
+    ContainerState,
+    DockerAccess,
+    container_state,
+    image_launcher,
+    process_memory_mib,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_engine import (
+    EngineLauncher,
+    binary_launcher,
     engine_env,
-    engine_texts,
-    list_devices,
+    launcher_devices,
+    launcher_texts,
     parse_engine_build,
     trusted_build,
 )
@@ -105,6 +114,10 @@ class ProbeOptions:
     stable_ram_avail_mib: int = 0
     spec_auto_blocked: str = ""
     root: str = "/"
+    # Compose runtime: the engine is this image's entrypoint, and this container runs the instance.
+    engine_image: str = ""
+    container: str = ""
+    docker: DockerAccess = field(default_factory=DockerAccess)
 
 
 @dataclass
@@ -115,6 +128,7 @@ class ProbeResult:
     warnings: list[str] = field(default_factory=list)
     engine_runs: int = 0
     port_conflict: str = ""
+    container: ContainerState = field(default_factory=ContainerState)
 
 
 def arg_env_from(service_env: Mapping[str, str]) -> dict[str, str]:
@@ -199,17 +213,19 @@ def probe_and_plan(options: ProbeOptions) -> ProbeResult:
         run_env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
     env = engine_env(binary, run_env)
     arg_env = arg_env_from(service_env)
+    launcher = _launcher(options, binary, env, run_env, gpus=False)
 
     gguf = _read_gguf(model, warnings, "model")
     model_bytes = shard_family_size(posixpath.dirname(model), posixpath.basename(model))
     mode = spec_mode(preset)
     want_version = is_hybrid(gguf) or mode == "auto"
     cache_dir = options.cache_dir or posixpath.join(options.home, ".cache")
-    texts = engine_texts(binary, env, cache_dir, want_version=want_version, write=options.write_cache)
+    texts = launcher_texts(launcher, cache_dir, want_version=want_version, write=options.write_cache)
     help_text = texts.help
     if not help_text:
+        what = f"image {options.engine_image}" if options.engine_image else binary
         warnings.append(
-            f"{binary} --help gave nothing (missing binary or libraries?): planning for an unknown engine, "
+            f"{what} --help gave nothing (missing binary, image or libraries?): planning for an unknown engine, "
             "with the oldest safe form of every flag"
         )
 
@@ -230,7 +246,11 @@ def probe_and_plan(options: ProbeOptions) -> ProbeResult:
         gpu_count = visible_gpu_count(cvd, gpus_list or [])
 
     ram_mib, ram_avail = ram_facts(options.root)
-    own_mib = unit_memory_mib(options.unit, options.root) if options.unit else 0
+    own_container = container_state(options.docker, options.container) if options.container else ContainerState()
+    if options.container:
+        own_mib = process_memory_mib(own_container.pid, options.root)
+    else:
+        own_mib = unit_memory_mib(options.unit, options.root) if options.unit else 0
     measured_avail = min(ram_avail + own_mib, ram_mib) if ram_mib else ram_avail
     ram_avail_used = stable_ram_avail(measured_avail, options.stable_ram_avail_mib, ram_mib)
 
@@ -253,7 +273,7 @@ def probe_and_plan(options: ProbeOptions) -> ProbeResult:
 
     split_devs: tuple = ()
     if split_mode_key(preset) == "tensor" and capabilities.supports_tensor_split_mode(help_text):
-        split_devs = list_devices(binary, env)
+        split_devs = launcher_devices(_launcher(options, binary, env, run_env, gpus=bool(gpus_list)))
 
     mmproj_bytes = 0
     if mmproj:
@@ -272,7 +292,7 @@ def probe_and_plan(options: ProbeOptions) -> ProbeResult:
     )
     result_plan = planner.plan(preset, facts)
     if load_guard_needs_devices(preset, result_plan.argv, facts):
-        devices = split_devs or list_devices(binary, env)
+        devices = split_devs or launcher_devices(_launcher(options, binary, env, run_env, gpus=bool(gpus_list)))
         facts = dataclasses.replace(facts, engine_vram_mib=engine_vram_from_devices(devices))
         if facts.engine_vram_mib:
             result_plan = planner.plan(preset, facts)
@@ -295,6 +315,9 @@ def probe_and_plan(options: ProbeOptions) -> ProbeResult:
         "ram_avail_mib": ram_avail_used,
         "ram_avail_measured_mib": measured_avail,
         "own_service_mib": own_mib,
+        "engine_image": options.engine_image,
+        "engine_image_id": (launcher.identity or {}).get("image_id", ""),
+        "container_id": own_container.id,
         "slot_dir": slot_dir,
         "split_devs": [dataclasses.asdict(d) for d in split_devs],
         "engine_vram_mib": facts.engine_vram_mib,
@@ -302,13 +325,25 @@ def probe_and_plan(options: ProbeOptions) -> ProbeResult:
         "draft_err": draft_err,
         "draft_is_model": draft_is_model,
     }
-    return ProbeResult(facts=facts, plan=result_plan, probed=probed, warnings=warnings, engine_runs=texts.runs)
+    return ProbeResult(
+        facts=facts, plan=result_plan, probed=probed, warnings=warnings, engine_runs=texts.runs,
+        container=own_container,
+    )
 
 
-def check_port(plan: planner.Plan, own_unit: str, root: str = "/") -> str:
+def _launcher(
+    options: ProbeOptions, binary: str, env: Mapping[str, str], run_env: Mapping[str, str], gpus: bool
+) -> EngineLauncher:
+    """The binary itself, or in the compose runtime the image that will run (its entrypoint is the engine)."""
+    if options.engine_image:
+        return image_launcher(options.docker, options.engine_image, run_env, gpus=gpus)
+    return binary_launcher(binary, env)
+
+
+def check_port(plan: planner.Plan, own_unit: str, root: str = "/", own_container: str = "") -> str:
     """Spec 17 adapted: a foreign listener on the planned port, named; "" when free or ours."""
     port_text = arg_value(plan.argv, "--port")
     host = arg_value(plan.argv, "--host")
     if not port_text.isdigit():
         return ""
-    return port_conflict(int(port_text), host, own_unit, root)
+    return port_conflict(int(port_text), host, own_unit, root, own_container=own_container)

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 _LISTEN = "0A"  # TCP_LISTEN in include/net/tcp_states.h
 _SOCKET_LINK = re.compile(r"^socket:\[(\d+)\]$")
+# Docker's cgroup names: cgroupfs driver ".../docker/<id>", systemd driver ".../docker-<id>.scope".
+_CONTAINER_ID = re.compile(r"(?:^|/)(?:docker-)?([0-9a-f]{64})(?:\.scope)?$")
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class Owner:
     pid: int
     comm: str = ""
     unit: str = ""
+    container: str = ""  # Docker container ID, when the process runs in one
 
 
 # ---------------------------------------------------------------------------
@@ -125,6 +128,19 @@ def parse_cgroup_unit(text: str) -> str:
     return ""
 
 
+def parse_cgroup_container(text: str) -> str:
+    """The Docker container ID in a ``/proc/<pid>/cgroup`` text, "" if none.
+
+    cgroupfs driver: ``.../docker/<id>``; systemd driver: ``.../docker-<id>.scope``.
+    """
+    for line in text.splitlines():
+        path = line.split(":", 2)[-1].strip()
+        match = _CONTAINER_ID.search(path)
+        if match:
+            return match.group(1)
+    return ""
+
+
 def _read_text(path: str) -> str:
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
@@ -166,10 +182,12 @@ def socket_owners(inodes: set[int], root: str = "/") -> dict[int, Owner]:
                 held.add(int(match.group(1)))
         if not held:
             continue
+        cgroup = _read_text(os.path.join(proc_dir, "cgroup"))
         owner = Owner(
             pid=pid,
             comm=_read_text(os.path.join(proc_dir, "comm")).strip(),
-            unit=parse_cgroup_unit(_read_text(os.path.join(proc_dir, "cgroup"))),
+            unit=parse_cgroup_unit(cgroup),
+            container=parse_cgroup_container(cgroup),
         )
         for inode in held:
             found[inode] = owner
@@ -266,19 +284,24 @@ def describe_owner(owner: Owner) -> str:
     if owner.pid <= 0:
         return "a process this user cannot see (run the check as root to name it)"
     detail = owner.comm or "?"
-    if owner.unit:
+    if owner.container:
+        detail += f", container {owner.container[:12]}"
+    elif owner.unit:
         detail += f", unit {owner.unit}"
     return f"pid {owner.pid} ({detail})"
 
 
-def port_conflict(port: int, host: str, own_unit: str, root: str = "/") -> str:
-    """"" when ``port`` is free for ``host`` or held only by ``own_unit``; else a message naming the holder.
+def port_conflict(port: int, host: str, own_unit: str, root: str = "/", own_container: str = "") -> str:
+    """"" when ``port`` is free for ``host`` or held only by this instance; else a message naming the holder.
 
     ``own_unit`` is this instance's systemd unit (``llama-server-x.service``;
     the ``.service`` suffix may be omitted); "" means no unit is ours.
+    ``own_container`` is the full ID of this instance's Docker container (compose runtime).
     """
     mine = _unit_name(own_unit)
     for owner in port_owners(port, host, root):
+        if own_container and owner.container == own_container:
+            continue
         if mine and owner.unit == mine:
             continue
         return f"port {port} is already in use by {describe_owner(owner)}"

@@ -113,6 +113,30 @@ options:
         returned in RV(refusal) only.
     type: bool
     default: true
+  engine_image:
+    description:
+      - Docker image whose entrypoint is C(llama-server) (the role's compose runtime). The engine's C(--help) and
+        C(--version) are then read by running the image (C(docker run --rm --network none IMAGE --help)), so the
+        plan matches the engine that will serve; the cache is keyed by the image ID.
+      - O(bin) is then the binary's path inside the image (default C(/app/llama-server), as in ggml-org's images).
+    type: str
+    default: ""
+  container:
+    description:
+      - Name of the Docker container that runs this instance (compose runtime). Its memory is added back to free
+        RAM and its listening socket is not a port conflict, as O(unit) does for a systemd unit.
+    type: str
+    default: ""
+  docker_cli:
+    description:
+      - The docker CLI used with O(engine_image) and O(container).
+    type: str
+    default: docker
+  docker_host:
+    description:
+      - The Docker daemon to ask (C(DOCKER_HOST), for example C(unix:///run/docker.sock)). Default the CLI's own.
+    type: str
+    default: ""
   host_facts:
     description:
       - Plan from these facts instead of probing (previews, tests). Keys are the fields of the planner's
@@ -242,6 +266,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.facts import (
     HostFacts,
     SplitDev,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_docker import DockerAccess  # noqa: E402
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_host import (  # noqa: E402
     ProbeError,
     ProbeOptions,
@@ -298,6 +323,10 @@ def read_preset(module: AnsibleModule) -> dict[str, str]:
     return preset
 
 
+# Where ggml-org's server images put the engine (their entrypoint).
+IMAGE_DEFAULT_BIN = "/app/llama-server"
+
+
 def _flag_value(argv: list[str], flag: str) -> str:
     return argv[argv.index(flag) + 1] if flag in argv[:-1] else ""
 
@@ -325,6 +354,10 @@ def main() -> None:
             "spec_auto_blocked": {"type": "str", "default": ""},
             "check_port": {"type": "bool", "default": True},
             "fail_on_refusal": {"type": "bool", "default": True},
+            "engine_image": {"type": "str", "default": ""},
+            "container": {"type": "str", "default": ""},
+            "docker_cli": {"type": "str", "default": "docker"},
+            "docker_host": {"type": "str", "default": ""},
             "host_facts": {"type": "dict"},
         },
         supports_check_mode=True,
@@ -332,7 +365,11 @@ def main() -> None:
     params = module.params
     preset = read_preset(module)
     environment = {str(k): "" if v is None else str(v) for k, v in (params["environment"] or {}).items()}
-    unit = params["unit"] or (f"llama-server-{params['instance']}.service" if params["instance"] else "")
+    in_image = bool(params["engine_image"])
+    unit = params["unit"] or (
+        f"llama-server-{params['instance']}.service" if params["instance"] and not in_image else ""
+    )
+    binary = params["bin"] or (IMAGE_DEFAULT_BIN if in_image else "")
 
     result = {"changed": False, "port_conflict": "", "engine_runs": 0}
     try:
@@ -345,7 +382,7 @@ def main() -> None:
             probe = probe_and_plan(
                 ProbeOptions(
                     preset=preset,
-                    bin=params["bin"] or "",
+                    bin=binary,
                     home=params["home"],
                     model_dirs=params["model_dirs"],
                     environment=environment,
@@ -358,12 +395,15 @@ def main() -> None:
                     write_cache=not module.check_mode,
                     stable_ram_avail_mib=params["stable_ram_avail_mib"],
                     spec_auto_blocked=params["spec_auto_blocked"],
+                    engine_image=params["engine_image"],
+                    container=params["container"],
+                    docker=DockerAccess(cli=params["docker_cli"], host=params["docker_host"]),
                 )
             )
             plan, probed, warnings = probe.plan, probe.probed, probe.warnings
             result["engine_runs"] = probe.engine_runs
             if params["check_port"] and not plan.external:
-                result["port_conflict"] = check_port(plan, unit)
+                result["port_conflict"] = check_port(plan, unit, own_container=probe.container.id)
     except (ProbeError, planner.PlanError, planner.PresetError, ValueError, TypeError) as err:
         module.fail_json(msg=str(err), **result)
     except Exception as err:  # report probe bugs as a failed task with the traceback attached

@@ -22,7 +22,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.facts import C
 from .helptexts import NEW_ENGINE, OLD_ENGINE
 
 PURE_MODULES = [
-    "cache", "capabilities", "checkpoints", "cuda_knobs", "extra_args", "facts", "fidelity", "fit", "flags",
+    "cache", "capabilities", "checkpoints", "compose", "cuda_knobs", "extra_args", "facts", "fidelity", "fit", "flags",
     "flash_attn", "load_guard", "load_mode", "moe", "notes", "persist", "placement", "planner", "preset", "queues",
     "reasoning", "side_slot", "spec", "split", "state", "switches", "systemd", "threads",
 ]
