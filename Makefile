@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export LLAMAFLEET_CACHE ?= $(HOME)/.cache/llamafleet
 
 .PHONY: venv deploy-local demo test lint unit sanity integration engine model bench clean \
-	collections fleet-up fleet-down molecule
+	collections fleet-up fleet-down molecule docker-engine engine-image
 
 $(STAMP): requirements-dev.txt
 	test -x $(PY) || python3.11 -m venv $(VENV) || python3 -m venv $(VENV)
@@ -40,9 +40,20 @@ fleet-up:
 fleet-down:
 	scripts/fleet.sh down
 
-## The checkout as collection llamafleet.llamacpp (symlink tree, as conftest.py makes it).
+## A private Docker engine (own dockerd, socket, data root; Compose v2 as its CLI plugin)
+## for the container deployments; `eval "$$(scripts/docker_engine.sh env)"` points docker at it.
+docker-engine: $(STAMP)
+	@VENV=$(CURDIR)/$(VENV) scripts/docker_engine.sh up
+
+## The CPU engine as a Docker image in that engine (docker import, no registry); prints its tag.
+engine-image: docker-engine
+	@VENV=$(CURDIR)/$(VENV) scripts/engine_image.sh
+
+## The checkout as collection llamafleet.llamacpp (symlink tree, as conftest.py makes it),
+## plus community.docker from PyPI's ansible wheel (Galaxy is not reachable).
 collections: $(STAMP)
 	@$(PY) -c 'import conftest'
+	@VENV=$(CURDIR)/$(VENV) scripts/docker_collections.sh $(CURDIR)/.collections >/dev/null
 
 ## Molecule on the local fleet (create/destroy: molecule/shared); MOLECULE_ARGS="-s default" for one.
 MOLECULE_ARGS ?= --all
