@@ -15,7 +15,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.compose import
 
 
 def compose_service(plan, *, name, image, user, model_dirs=(), slot_dir="", key_file="", gpus=False,
-                    gpu_selection="", environment=None, start_period_s=60, stop_grace_s=30, nofile=65536,
+                    gpu_selection="", environment=None, start_period_s=60, stop_grace_s=30, nofile=0,
                     health_command=None, labels=None) -> dict:
     """The compose mapping (``services`` and ``secrets``) of one instance from its ``llama_server_plan`` result."""
     if not isinstance(plan, Mapping) or not isinstance(plan.get("argv"), (list, tuple)):

@@ -50,7 +50,7 @@ class ServiceSpec:
     environment: Mapping[str, str] = field(default_factory=dict)  # the user's; the plan's wins
     start_period_s: int = 60
     stop_grace_s: int = 30
-    nofile: int = 65536
+    nofile: int = 0  # open-files limit; 0 = the Docker daemon's own (what containers inherit)
     health_command: Sequence[str] = DEFAULT_HEALTH_COMMAND
     labels: Mapping[str, str] = field(default_factory=dict)
 
@@ -184,7 +184,6 @@ def compose_fragment(argv: Sequence[str], plan_env: Mapping[str, str], spec: Ser
         "security_opt": ["no-new-privileges:true"],
         "stop_signal": "SIGINT",
         "stop_grace_period": f"{int(spec.stop_grace_s)}s",
-        "ulimits": {"nofile": {"soft": int(spec.nofile), "hard": int(spec.nofile)}},
         "healthcheck": {
             "test": ["CMD", *(escape(word) for word in spec.health_command), escape(health_url(argv))],
             "interval": "10s",
@@ -194,6 +193,9 @@ def compose_fragment(argv: Sequence[str], plan_env: Mapping[str, str], spec: Ser
         },
         "labels": {escape(k): escape(v) for k, v in {"io.llamafleet.instance": spec.name, **spec.labels}.items()},
     }
+    if spec.nofile > 0:
+        # Above the daemon's own hard limit the container cannot start (runc: operation not permitted).
+        service["ulimits"] = {"nofile": {"soft": int(spec.nofile), "hard": int(spec.nofile)}}
     if env:
         service["environment"] = {k: escape(v) for k, v in sorted(env.items())}
     if volumes:

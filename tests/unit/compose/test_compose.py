@@ -234,3 +234,9 @@ def test_every_dollar_reaches_the_engine_literally():
 def test_refusals_name_the_setting(change, argv, message):
     with pytest.raises(ComposeError, match=message):
         compose_fragment(argv, {}, dataclasses.replace(SPEC, **change))
+
+
+@pytest.mark.parametrize(("nofile", "ulimits"), [(0, None), (65536, {"nofile": {"soft": 65536, "hard": 65536}})])
+def test_open_files_limit_only_when_asked(nofile, ulimits):
+    service = compose_fragment(ARGV, {}, dataclasses.replace(SPEC, nofile=nofile))["services"]["chat"]
+    assert service.get("ulimits") == ulimits
