@@ -76,6 +76,7 @@ integration: $(STAMP)
 	LLAMAFLEET_ENGINE_DIR="$$(scripts/build_engine.sh current)" \
 	LLAMAFLEET_OLD_ENGINE_DIR="$$(scripts/build_engine.sh old)" \
 	LLAMAFLEET_MODEL="$$(scripts/fetch_model.sh)" \
+	LLAMAFLEET_DOCKER_JSON="$$(VENV=$(CURDIR)/$(VENV) scripts/compose_artifacts.sh $(CURDIR)/.cache/fleet-share)" \
 	  $(VENV)/bin/pytest tests/integration -p no:cacheprovider
 
 bench: $(STAMP)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_engine import (
     BASE_ENV,
     EngineLauncher,
+    engine_variables,
     run_command,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_files import read_root_file
@@ -34,10 +35,6 @@ INSPECT_TIMEOUT_S = 20.0
 # --help still answers in milliseconds.
 IMAGE_TIMEOUT_SCALE = 6.0
 
-# Only what changes what the engine prints goes into the container: the
-# variables the binary probe passes too (GPU selection, GGML_*, LLAMA_ARG_*).
-_PASSED_NAMES = frozenset({"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"})
-_PASSED_PREFIXES = ("GGML_", "LLAMA_ARG_")
 _IMAGE_ID = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
@@ -59,12 +56,8 @@ class DockerAccess:
 
 
 def container_engine_env(service_env: Mapping[str, str]) -> dict[str, str]:
-    """The service variables that change the engine's answers, to set inside the probe container."""
-    return {
-        name: str(value)
-        for name, value in sorted(service_env.items())
-        if name in _PASSED_NAMES or name.startswith(_PASSED_PREFIXES)
-    }
+    """What goes into the probe container: only the variables the binary probe passes too."""
+    return engine_variables(service_env)
 
 
 def image_id(access: DockerAccess, image: str) -> str:

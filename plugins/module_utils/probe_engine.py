@@ -42,6 +42,15 @@ _PASSED_NAMES = frozenset({"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"})
 _PASSED_PREFIXES = ("GGML_", "LLAMA_ARG_")
 
 
+def engine_variables(service_env: Mapping[str, str]) -> dict[str, str]:
+    """The service variables that change what the engine does or reports: GPU selection, GGML_*, LLAMA_ARG_*."""
+    return {
+        name: str(value)
+        for name, value in sorted(service_env.items())
+        if name in _PASSED_NAMES or name.startswith(_PASSED_PREFIXES)
+    }
+
+
 def engine_env(bin_path: str, service_env: Mapping[str, str]) -> dict[str, str]:
     """The environment to run the engine with (probes and service alike).
 
@@ -52,9 +61,7 @@ def engine_env(bin_path: str, service_env: Mapping[str, str]) -> dict[str, str]:
     given, not its symlink target, like the service's unit will.
     """
     env = dict(BASE_ENV)
-    for name, value in service_env.items():
-        if name in _PASSED_NAMES or name.startswith(_PASSED_PREFIXES):
-            env[name] = str(value)
+    env.update(engine_variables(service_env))
     bin_dir = os.path.dirname(os.path.abspath(bin_path)) if bin_path else ""
     inherited = str(service_env.get("LD_LIBRARY_PATH", "") or "")
     env["LD_LIBRARY_PATH"] = ":".join(p for p in (bin_dir, inherited) if p)

@@ -184,6 +184,15 @@ EXAMPLES = r"""
     preset_file: /etc/loki/config.env
     home: /var/lib/llamafleet/loki
 
+- name: Plan for the engine inside an image (the compose runtime), with its running container as its own
+  llamafleet.llamacpp.llama_server_plan:
+    engine_image: ghcr.io/ggml-org/llama.cpp:server-cuda
+    container: llama-server-main
+    home: /var/lib/llamafleet/instances/main
+    model_dirs: [/var/lib/llamafleet/models]
+    preset: {MODEL: Qwen3-30B-A3B-Q4_K_M.gguf, HOST: 0.0.0.0, PORT: 8080}
+    api_key_file: /run/secrets/llama-api-key
+
 - name: Preview without probing
   llamafleet.llamacpp.llama_server_plan:
     preset: {CTX: 8192}
@@ -249,7 +258,8 @@ facts:
   returned: always
   type: dict
 engine_runs:
-  description: How many times the engine was executed by this run (0 when its texts came from the cache).
+  description: How many times the engine was executed (with O(engine_image), how many containers were started)
+    by this run; 0 when its texts came from the cache.
   returned: always
   type: int
 """

