@@ -181,8 +181,9 @@ def test_key_is_a_secret_file_never_a_value():
     spec = dataclasses.replace(SPEC, key_file="/etc/llamafleet/credentials/chat.key")
     fragment = compose_fragment(KEYED_ARGV, {}, spec)
     assert fragment["secrets"] == {"llama-server-chat-api-key": {"file": "/etc/llamafleet/credentials/chat.key"}}
-    assert fragment["services"]["chat"]["secrets"] == [{"source": "llama-server-chat-api-key",
-                                                         "target": "llama-api-key"}]
+    assert fragment["services"]["chat"]["secrets"] == [
+        {"source": "llama-server-chat-api-key", "target": "llama-api-key"}
+    ]
     assert fragment["services"]["chat"]["command"][-2:] == ["--api-key-file", SECRET_PATH]
 
 
