@@ -17,6 +17,7 @@ import pytest
 from gguf import GGUFWriter
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils import probe_host
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_docker import DockerAccess
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_gpu import Gpu
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_host import (
     ProbeError,
@@ -286,3 +287,44 @@ def test_env_readers():
     env = {"LLAMA_ARG_LOAD_MODE": " mlock ", "LLAMA_ARG_X": "", "GGML_CUDA_ALLREDUCE": "nccl", "GGML_OTHER": "1"}
     assert arg_env_from(env) == {"LLAMA_ARG_LOAD_MODE": "mlock"}
     assert user_env_from(env) == {"GGML_CUDA_ALLREDUCE": "nccl"}
+
+
+def fake_docker_for(engine: Path, directory: Path, container_pid: int) -> str:
+    """A docker CLI whose ``run ... IMAGE ARG`` runs the fake engine with ARG, and which knows one container."""
+    directory.mkdir(parents=True, exist_ok=True)
+    cli = directory / "docker"
+    cli.write_text(
+        "#!/bin/sh\n"
+        'case "$1 $2" in\n'
+        f'  "image inspect") echo "sha256:{"e" * 64}" ; exit 0 ;;\n'
+        f'  "container inspect") echo "{"c" * 64} {container_pid}" ; exit 0 ;;\n'
+        "esac\n"
+        'for last; do :; done\n'
+        f'[ "$1" = run ] && exec "{engine}" "$last"\n'
+        "exit 2\n"
+    )
+    cli.chmod(0o755)
+    return str(cli)
+
+
+def test_compose_runtime_reads_the_image_and_counts_its_own_container(host, tmp_path):
+    root = Path(host["root"])
+    (root / "proc" / "4242").mkdir(parents=True)
+    (root / "proc" / "4242" / "cgroup").write_text(f"0::/system.slice/docker-{'c' * 64}.scope\n")
+    scope = root / "sys" / "fs" / "cgroup" / "system.slice" / f"docker-{'c' * 64}.scope"
+    scope.mkdir(parents=True)
+    (scope / "memory.stat").write_text(f"anon {3 << 30}\nfile 0\n")
+    cli = fake_docker_for(host["engine"], tmp_path / "docker", 4242)
+    opts = options(host, bin="/app/llama-server", unit="", engine_image="llamafleet/llama-server:cpu",
+                   container="llama-server-main", docker=DockerAccess(cli=cli))
+    result = probe_and_plan(opts)
+    assert result.facts.help == REAL_HELP.read_text()
+    assert result.plan.argv[0] == "/app/llama-server"
+    assert result.engine_runs == 1
+    assert result.probed["engine_image_id"] == "sha256:" + "e" * 64
+    assert result.probed["container_id"] == "c" * 64
+    assert result.container.pid == 4242
+    assert result.probed["own_service_mib"] == 3072
+    assert host["runs"].read_text().splitlines() == ["--help"]
+    # The image's texts are cached by its ID: a second probe starts no container.
+    assert probe_and_plan(opts).engine_runs == 0

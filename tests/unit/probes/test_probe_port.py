@@ -370,3 +370,33 @@ def test_live_port_free_after_close():
     sock.close()
     assert port_owner(port, "127.0.0.1") is None
     assert port_conflict(port, "127.0.0.1", "") == ""
+
+
+# ---------------------------------------------------------------------------
+# Compose runtime: the instance's own container holds its port
+# ---------------------------------------------------------------------------
+
+OWN_CONTAINER = "a1" * 32
+OTHER_CONTAINER = "b2" * 32
+
+
+@pytest.mark.parametrize(
+    ("cgroup", "own_container", "message"),
+    [
+        (f"9:memory:/docker/{OWN_CONTAINER}\n1:name=systemd:/docker/{OWN_CONTAINER}\n", OWN_CONTAINER, ""),
+        (f"0::/system.slice/docker-{OWN_CONTAINER}.scope\n", OWN_CONTAINER, ""),
+        (
+            f"0::/system.slice/docker-{OTHER_CONTAINER}.scope\n",
+            OWN_CONTAINER,
+            f"port 38081 is already in use by pid 300 (llama-server, container {OTHER_CONTAINER[:12]})",
+        ),
+        (
+            f"0::/docker/{OWN_CONTAINER}\n",
+            "",
+            f"port 38081 is already in use by pid 300 (llama-server, container {OWN_CONTAINER[:12]})",
+        ),
+    ],
+)
+def test_port_conflict_with_containers(tmp_path, cgroup, own_container, message):
+    root = fake_proc(tmp_path, {300: {"comm": "llama-server", "cgroup": cgroup, "sockets": [INODE_V4_LOOPBACK]}})
+    assert port_conflict(38081, "127.0.0.1", "", root=root, own_container=own_container) == message
