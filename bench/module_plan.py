@@ -1,11 +1,15 @@
 """Time llama_server_plan's probe+plan, cold and warm, and the module through Ansible against a floor.
 
-Usage: .venv/bin/python bench/module_plan.py ENGINE_DIR MODEL.gguf [--runs N]
+Usage: .venv/bin/python bench/module_plan.py ENGINE_DIR MODEL.gguf [--runs N] [--docker-json PATH]
 
 1. In process: probe_and_plan() on this host with the real engine and model,
    once with an empty engine cache (cold: runs llama-server --help) and N times
    warm (engine-text cache hit: the engine is not executed; the GGUF header is
    read again each time, as in a fresh module process). Best and median are printed.
+   With --docker-json (scripts/compose_artifacts.sh's docker.json) the same for the
+   compose runtime, where the help comes from the engine's image (`docker run`
+   per text when cold; one `docker image inspect` when warm), and the ratios to the
+   binary, measured in the same run.
 2. Through Ansible: `ansible-playbook` running one llama_server_plan task
    (warm cache) next to the same playbook with `ansible.builtin.ping` (the
    floor: process start, inventory, connection, module transfer). Medians of N
@@ -30,6 +34,7 @@ import conftest  # noqa: E402 - makes ansible_collections.llamafleet.llamacpp im
 TREE = conftest.collection_path()
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils import gguf_meta  # noqa: E402
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_docker import DockerAccess  # noqa: E402
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_host import (  # noqa: E402
     ProbeOptions,
     probe_and_plan,
@@ -42,13 +47,8 @@ def timed(func) -> tuple[float, object]:
     return time.perf_counter() - start, value
 
 
-def in_process(engine: str, model: str, home: str, runs: int) -> None:
-    options = ProbeOptions(
-        preset={"MODEL": os.path.basename(model), "CTX": "4096", "SPEC": "auto"},
-        bin=os.path.join(engine, "llama-server"),
-        home=home,
-        model_dirs=[os.path.dirname(model)],
-    )
+def in_process(label: str, options: ProbeOptions, runs: int) -> tuple[float, float]:
+    """Cold then ``runs`` warm probe+plans; returns (cold seconds, warm median seconds)."""
     cold_s, cold = timed(lambda: probe_and_plan(options))
     warm = []
     for _run in range(runs):
@@ -56,11 +56,34 @@ def in_process(engine: str, model: str, home: str, runs: int) -> None:
         gguf_meta.clear_cache()
         seconds, result = timed(lambda: probe_and_plan(options))
         if result.engine_runs != 0:
-            raise SystemExit(f"warm run executed the engine {result.engine_runs} times")
+            raise SystemExit(f"{label}: warm run executed the engine {result.engine_runs} times")
         warm.append(seconds)
-    print(f"probe+plan in process: cold {cold_s * 1000:.1f} ms ({cold.engine_runs} engine runs), "
+    print(f"probe+plan in process, {label}: cold {cold_s * 1000:.1f} ms ({cold.engine_runs} engine runs), "
           f"warm best {min(warm) * 1000:.1f} ms, median {statistics.median(warm) * 1000:.1f} ms "
           f"over {runs} runs (0 engine runs)")
+    return cold_s, statistics.median(warm)
+
+
+def binary_options(engine: str, model: str, home: str) -> ProbeOptions:
+    return ProbeOptions(
+        preset={"MODEL": os.path.basename(model), "CTX": "4096", "SPEC": "auto"},
+        bin=os.path.join(engine, "llama-server"),
+        home=home,
+        model_dirs=[os.path.dirname(model)],
+    )
+
+
+def image_options(docker_json: str, model: str, home: str) -> ProbeOptions:
+    with open(docker_json, encoding="utf-8") as handle:
+        docker = json.load(handle)
+    return ProbeOptions(
+        preset={"MODEL": os.path.basename(model), "CTX": "4096", "SPEC": "auto"},
+        bin="/app/llama-server",
+        home=home,
+        model_dirs=[os.path.dirname(model)],
+        engine_image=docker["image"],
+        docker=DockerAccess(host=docker["docker_host"]),
+    )
 
 
 def playbook(tmp: str, name: str, task: dict) -> str:
@@ -109,9 +132,14 @@ def main() -> int:
     parser.add_argument("engine_dir")
     parser.add_argument("model")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--docker-json", default="")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as home:
-        in_process(args.engine_dir, args.model, home, args.runs)
+        binary = in_process("binary", binary_options(args.engine_dir, args.model, home), args.runs)
+        if args.docker_json:
+            with tempfile.TemporaryDirectory() as image_home:
+                image = in_process("image", image_options(args.docker_json, args.model, image_home), args.runs)
+            print(f"ratio image / binary: cold {image[0] / binary[0]:.1f}, warm {image[1] / binary[1]:.2f}")
         through_ansible(args.engine_dir, args.model, home, args.runs)
     return 0
 
