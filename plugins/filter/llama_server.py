@@ -5,11 +5,16 @@ They keep the role's YAML free of argv parsing and case juggling, and are unit-t
 
 from __future__ import annotations
 
-import ipaddress
 import posixpath
 from collections.abc import Mapping, Sequence
 
 from ansible.errors import AnsibleFilterError
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.listen import (
+    DEFAULT_HOST,
+    health_target,
+    loopback_only,
+)
 
 # Flags whose value the summary reports; the last occurrence wins, as in the engine
 # (the user's EXTRA_ARGS come last in the planned argv).
@@ -18,8 +23,7 @@ NGL_FLAGS = ("-ngl", "--gpu-layers", "--n-gpu-layers")
 CACHE_RAM_FLAGS = ("-cram", "--cache-ram")
 HOST_FLAGS = ("--host",)
 PORT_FLAGS = ("--port",)
-# Loki's defaults (planner.DEFAULTS) when the argv has no --host / --port.
-DEFAULT_HOST = "0.0.0.0"
+# Loki's default (planner.DEFAULTS) when the argv has no --port; DEFAULT_HOST is listen.py's.
 DEFAULT_PORT = "8080"
 
 
@@ -92,45 +96,6 @@ def _last_value(argv: Sequence[str], flags: Sequence[str]) -> str:
                 if flag.startswith("--") and word.startswith(flag + "="):
                     value = word[len(flag) + 1 :]
     return value
-
-
-def _is_loopback(address: str) -> bool:
-    address = address.strip()
-    if address.endswith(".sock"):
-        return True  # a UNIX socket: not reachable over the network
-    if address.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(address.strip("[]")).is_loopback
-    except ValueError:
-        return False  # a host name: it may resolve to anything
-
-
-def listen_addresses(host: str) -> list[str]:
-    """The addresses of a --host value (comma-separated since recent engines)."""
-    return [part.strip() for part in str(host or DEFAULT_HOST).split(",") if part.strip()] or [DEFAULT_HOST]
-
-
-def loopback_only(host: str) -> bool:
-    """True when every address of a --host value is loopback or a UNIX socket."""
-    return all(_is_loopback(address) for address in listen_addresses(host))
-
-
-def health_target(host: str, port) -> dict:
-    """Where to ask /health from the host itself: {url, unix_socket}."""
-    first = listen_addresses(host)[0]
-    if first.endswith(".sock"):
-        return {"url": "http://localhost/health", "unix_socket": first}
-    bare = first.strip("[]")
-    try:
-        ip = ipaddress.ip_address(bare)
-    except ValueError:
-        return {"url": f"http://{first}:{port}/health", "unix_socket": ""}
-    if ip.is_unspecified:
-        target = "[::1]" if ip.version == 6 else "127.0.0.1"
-    else:
-        target = f"[{bare}]" if ip.version == 6 else bare
-    return {"url": f"http://{target}:{port}/health", "unix_socket": ""}
 
 
 def plan_summary(plan: Mapping) -> dict:

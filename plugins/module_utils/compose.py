@@ -12,10 +12,12 @@ exit), and a health check on the real port.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flags import arg_value
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.listen import DEFAULT_HOST, health_target
 
 # Where the key is mounted: compose puts a secret with a relative target in /run/secrets.
 SECRET_TARGET = "llama-api-key"
@@ -92,32 +94,18 @@ def gpu_reservation(gpus: bool, selection: str) -> list[dict]:
 
 
 def health_url(argv: Sequence[str]) -> str:
-    """The URL of /health as seen from inside the container (host networking: the host's addresses)."""
-    host = _last_value(argv, "--host") or "0.0.0.0"
-    port = _last_value(argv, "--port") or "8080"
-    if host.endswith(".sock"):
+    """The URL of /health as seen from inside the container: with host networking, the host's own."""
+    host = arg_value(argv, "--host") or DEFAULT_HOST
+    port = arg_value(argv, "--port") or "8080"
+    target = health_target(host, port)
+    if target["unix_socket"]:
         raise ComposeError(
             f"HOST={host} is a unix socket: the compose runtime serves on TCP only (host networking); "
             "use an address such as 127.0.0.1"
         )
     if not port.isdigit():
         raise ComposeError(f"PORT={port!r} is not a port number")
-    try:
-        address = ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return f"http://{host}:{port}/health"  # a name: the engine resolved it the same way
-    if address.is_unspecified:
-        address = ipaddress.ip_address("::1" if address.version == 6 else "127.0.0.1")
-    shown = f"[{address}]" if address.version == 6 else str(address)
-    return f"http://{shown}:{port}/health"
-
-
-def _last_value(argv: Sequence[str], flag: str) -> str:
-    value = ""
-    for position, word in enumerate(argv[:-1]):
-        if word == flag:
-            value = argv[position + 1]
-    return value
+    return target["url"]
 
 
 def _check(spec: ServiceSpec) -> None:

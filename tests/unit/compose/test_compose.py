@@ -90,6 +90,7 @@ def test_plan_environment_wins_over_the_users():
         ("10.1.2.3", "80", "http://10.1.2.3:80/health"),
         ("[fe80::1]", "81", "http://[fe80::1]:81/health"),
         ("gpu-box.lan", "8080", "http://gpu-box.lan:8080/health"),
+        ("127.0.0.1,10.0.0.5", "8081", "http://127.0.0.1:8081/health"),  # several addresses: the first
     ],
 )
 def test_health_url(host, port, url):

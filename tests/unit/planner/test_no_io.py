@@ -23,8 +23,8 @@ from .helptexts import NEW_ENGINE, OLD_ENGINE
 
 PURE_MODULES = [
     "cache", "capabilities", "checkpoints", "compose", "cuda_knobs", "extra_args", "facts", "fidelity", "fit", "flags",
-    "flash_attn", "load_guard", "load_mode", "moe", "notes", "persist", "placement", "planner", "preset", "queues",
-    "reasoning", "side_slot", "spec", "split", "state", "switches", "systemd", "threads",
+    "flash_attn", "listen", "load_guard", "load_mode", "moe", "notes", "persist", "placement", "planner", "preset",
+    "queues", "reasoning", "side_slot", "spec", "split", "state", "switches", "systemd", "threads",
 ]
 MODULE_DIR = pathlib.Path(planner.__file__).resolve().parent
 
