@@ -7,8 +7,8 @@ The cache key is the image ID, so re-tagging or pulling a new build reads the
 help again, and an unchanged image is never started twice.
 
 The instance's own running container must not count against the plan (its
-memory, its port), as the systemd unit does not: ``container_state`` finds it,
-and its cgroup is read through its main process.
+memory, its port), as the systemd unit does not: ``container_state`` finds it;
+probe_memory reads its cgroup through its main process.
 
 Everything here shells out to the docker CLI (the role's hosts have it for
 ``docker compose``); no Docker SDK is needed. Failures read as "unknown".
@@ -26,8 +26,6 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_engine i
     engine_variables,
     run_command,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_files import read_root_file
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_memory import parse_memory_stat
 
 INSPECT_TIMEOUT_S = 20.0
 # A container start (namespaces, mounts, the image's layers) takes about a
@@ -55,11 +53,6 @@ class DockerAccess:
         return env
 
 
-def container_engine_env(service_env: Mapping[str, str]) -> dict[str, str]:
-    """What goes into the probe container: only the variables the binary probe passes too."""
-    return engine_variables(service_env)
-
-
 def image_id(access: DockerAccess, image: str) -> str:
     """The image's content ID (``sha256:...``); "" when the image is not there or docker does not answer."""
     rc, out = run_command(
@@ -78,7 +71,8 @@ def image_launcher(
     the container then sees the host's GPUs, and CUDA_VISIBLE_DEVICES selects among
     them as it will in the service.
     """
-    engine_vars = container_engine_env(service_env)
+    # Only what the binary probe passes too goes into the container.
+    engine_vars = engine_variables(service_env)
     found = image_id(access, image)
     identity = {"path": f"image:{image}", "image_id": found, "env": engine_vars} if found else None
     prefix = [access.cli, "run", "--rm", "--network", "none", "--log-driver", "none"]
@@ -120,41 +114,3 @@ def container_state(access: DockerAccess, name: str) -> ContainerState:
         INSPECT_TIMEOUT_S,
     )
     return parse_container_state(out) if rc == 0 else ContainerState()
-
-
-def _cgroup_paths(text: str) -> tuple[str, str]:
-    """(unified path, v1 memory-controller path) of a ``/proc/<pid>/cgroup`` text."""
-    unified = memory = ""
-    for line in text.splitlines():
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        if parts[0] == "0" and parts[1] == "":
-            unified = parts[2].strip()
-        elif "memory" in parts[1].split(","):
-            memory = parts[2].strip()
-    return unified, memory
-
-
-def _safe_path(path: str) -> bool:
-    return path.startswith("/") and ".." not in path.split("/") and "\0" not in path
-
-
-def process_memory_mib(pid: int, root: str = "/") -> int:
-    """Anonymous memory of the cgroup of process ``pid`` (MiB; 0 when unknown).
-
-    The container's share, as ``unit_memory_mib`` reads a unit's: v1 ``total_rss``
-    of the memory controller's cgroup, else v2 ``anon``.
-    """
-    if pid <= 0:
-        return 0
-    unified, memory = _cgroup_paths(read_root_file(root, f"proc/{pid}/cgroup") or "")
-    if memory and _safe_path(memory):
-        text = read_root_file(root, f"sys/fs/cgroup/memory{memory}/memory.stat")
-        if text is not None:
-            return parse_memory_stat(text, "total_rss")
-    if unified and _safe_path(unified):
-        text = read_root_file(root, f"sys/fs/cgroup{unified}/memory.stat")
-        if text is not None:
-            return parse_memory_stat(text, "anon")
-    return 0

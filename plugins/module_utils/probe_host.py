@@ -32,7 +32,6 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_docker i
     DockerAccess,
     container_state,
     image_launcher,
-    process_memory_mib,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_engine import (
     EngineLauncher,
@@ -48,7 +47,11 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_gpu impo
     visible_gpu_count,
     visible_vram_mib,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_memory import ram_facts, unit_memory_mib
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_memory import (
+    process_memory_mib,
+    ram_facts,
+    unit_memory_mib,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_models import (
     ModelPathError,
     resolve_draft,

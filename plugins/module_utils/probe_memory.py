@@ -117,6 +117,23 @@ def parse_memory_stat(text: str | None, key: str) -> int:
     return 0
 
 
+# Where a cgroup's anonymous memory is, and its whole charge when memory.stat is missing.
+_V2_MEMORY = ("anon", "memory.current")
+_V1_MEMORY = ("total_rss", "memory.usage_in_bytes")
+
+
+def _cgroup_anon_mib(root: str, directories: list[tuple[str, tuple[str, str]]]) -> int:
+    """The anonymous memory (MiB) of the first of ``directories`` (cgroup dir, v1/v2 names) that exists."""
+    for directory, (stat_key, total_file) in directories:
+        stat = read_root_file(root, f"{directory}/memory.stat")
+        if stat is not None:
+            return parse_memory_stat(stat, stat_key)
+        text = read_root_file(root, f"{directory}/{total_file}")
+        if text is not None:
+            return parse_cgroup_bytes(text)
+    return 0
+
+
 def unit_memory_mib(unit: str, root: str = "/") -> int:
     """Anonymous memory of a systemd unit of ``system.slice`` (MiB); 0 when absent or unreadable.
 
@@ -131,14 +148,41 @@ def unit_memory_mib(unit: str, root: str = "/") -> int:
     """
     if not _safe_unit_name(unit):
         return 0
-    for directory, stat_key, total_file in (
-        (f"sys/fs/cgroup/system.slice/{unit}", "anon", "memory.current"),
-        (f"sys/fs/cgroup/memory/system.slice/{unit}", "total_rss", "memory.usage_in_bytes"),
-    ):
-        stat = read_root_file(root, f"{directory}/memory.stat")
-        if stat is not None:
-            return parse_memory_stat(stat, stat_key)
-        text = read_root_file(root, f"{directory}/{total_file}")
-        if text is not None:
-            return parse_cgroup_bytes(text)
-    return 0
+    return _cgroup_anon_mib(root, [
+        (f"sys/fs/cgroup/system.slice/{unit}", _V2_MEMORY),
+        (f"sys/fs/cgroup/memory/system.slice/{unit}", _V1_MEMORY),
+    ])
+
+
+def _cgroup_paths(text: str) -> tuple[str, str]:
+    """(unified path, v1 memory-controller path) of a ``/proc/<pid>/cgroup`` text."""
+    unified = memory = ""
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        if parts[0] == "0" and parts[1] == "":
+            unified = parts[2].strip()
+        elif "memory" in parts[1].split(","):
+            memory = parts[2].strip()
+    return unified, memory
+
+
+def _safe_path(path: str) -> bool:
+    return path.startswith("/") and ".." not in path.split("/") and "\0" not in path
+
+
+def process_memory_mib(pid: int, root: str = "/") -> int:
+    """Anonymous memory of the cgroup of process ``pid`` (MiB; 0 when unknown): a container's, through its
+    main process, read as ``unit_memory_mib`` reads a unit's. The v1 memory controller's cgroup first (a
+    hybrid host charges memory there), else the unified one.
+    """
+    if pid <= 0:
+        return 0
+    unified, memory = _cgroup_paths(read_root_file(root, f"proc/{pid}/cgroup") or "")
+    directories = []
+    if memory and _safe_path(memory):
+        directories.append((f"sys/fs/cgroup/memory{memory}", _V1_MEMORY))
+    if unified and _safe_path(unified):
+        directories.append((f"sys/fs/cgroup{unified}", _V2_MEMORY))
+    return _cgroup_anon_mib(root, directories)

@@ -14,14 +14,17 @@ import pytest
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_docker import (
     ContainerState,
     DockerAccess,
-    container_engine_env,
     container_state,
     image_id,
     image_launcher,
     parse_container_state,
-    process_memory_mib,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_engine import launcher_devices, launcher_texts
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_engine import (
+    engine_variables,
+    launcher_devices,
+    launcher_texts,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_memory import process_memory_mib
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_port import (
     Owner,
     describe_owner,
@@ -133,8 +136,8 @@ def test_list_devices_through_the_image_with_gpus(tmp_path):
         ({"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "LLAMA_API_KEY": "k"}, {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}),
     ],
 )
-def test_container_engine_env(env, expected):
-    assert container_engine_env(env) == expected
+def test_container_gets_only_the_engine_variables(env, expected):
+    assert engine_variables(env) == expected
 
 
 @pytest.mark.parametrize(
