@@ -42,21 +42,32 @@ def normalize_load_flags(
     difference from the spec, which leaves it in place).
     """
     if supports_load_mode:
-        return _upgrade(extra), None
+        return _upgrade(extra)
     kept, note = _downgrade(extra)
     if not knows_mmap:
         kept = [tok for tok in kept if tok != "--mmap"]
     return kept, note
 
 
-def _upgrade(extra: Sequence[str]) -> list[str]:
-    """Old switches -> one ``--load-mode`` appended at the end."""
+def _upgrade(extra: Sequence[str]) -> tuple[list[str], Note | None]:
+    """Old switches -> one ``--load-mode`` appended at the end, with a note naming both.
+
+    The spec rewrites silently; a rewritten command line is worth a line of its own here, since the unit
+    and ``ps`` then show words the user never wrote.
+    """
     explicit = has_any_flag(extra, *_LOAD_MODE_FLAGS)
-    present = {tok for tok in extra if tok in _OLD_FLAGS}
+    written = [tok for tok in extra if tok in _OLD_FLAGS]
+    present = set(written)
     kept = [tok for tok in extra if tok not in _OLD_FLAGS]
+    if not present:
+        return kept, None
+    old = " ".join(dict.fromkeys(written))
     # A --load-mode the user wrote wins: the old switches are only dropped.
-    if explicit or not present:
-        return kept
+    if explicit:
+        return kept, Note(
+            "load.rewritten",
+            f"EXTRA_ARGS: {old} dropped (this engine replaced them by --load-mode, which EXTRA_ARGS sets)",
+        )
     mlock = "--mlock" in present
     no_mmap = "--no-mmap" in present
     if mlock and no_mmap:
@@ -68,7 +79,9 @@ def _upgrade(extra: Sequence[str]) -> list[str]:
         mode = "none"
     else:
         mode = "mmap"
-    return [*kept, "--load-mode", mode]
+    return [*kept, "--load-mode", mode], Note(
+        "load.rewritten", f"EXTRA_ARGS: {old} → --load-mode {mode} (this engine replaced the old switches)"
+    )
 
 
 def _downgrade(extra: Sequence[str]) -> tuple[list[str], Note | None]:

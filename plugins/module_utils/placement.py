@@ -20,6 +20,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flags import (
     has_any_flag,
     parse_int,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.listen import DEFAULT_HOST, loopback_only
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.notes import Note
 
 DEFAULT_CTX = "32768"
@@ -266,11 +267,11 @@ def api_key_in_effect(preset: Mapping[str, str], facts: HostFacts) -> bool:
     return bool(facts.api_key_file) or bool(preset.get("API_KEY", "").strip())
 
 
-def loopback_host(host: str) -> bool:
-    return host.strip().strip("[]") in ("127.0.0.1", "::1", "localhost")
+def effective_host(preset: Mapping[str, str], extra: Sequence[str]) -> str:
+    """The --host value the engine gets: EXTRA_ARGS' last, else HOST, else Loki's default."""
+    return flag_value(extra, "--host") or preset.get("HOST", "") or DEFAULT_HOST
 
 
 def slot_save_safe(preset: Mapping[str, str], extra: Sequence[str], facts: HostFacts) -> bool:
     """/slots actions are only for a server others cannot reach without a key."""
-    host = flag_value(extra, "--host") or preset.get("HOST", "") or "0.0.0.0"
-    return loopback_host(host) or api_key_in_effect(preset, facts)
+    return loopback_only(effective_host(preset, extra)) or api_key_in_effect(preset, facts)

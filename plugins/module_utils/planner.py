@@ -30,19 +30,25 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils import (
     split,
     threads,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.errors import PlanError
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.facts import (
     CpuBudget,
     GGUFInfo,
     HostFacts,
     SplitDev,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flags import has_any_flag
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flag_table import check_extra_args, read_flag_table
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flags import arg_value, has_any_flag
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.listen import (
+    health_target,
+    listen_addresses,
+    loopback_only,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.notes import Note
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.placement import (
     NGL_FLAGS,
     api_key_in_effect,
     effective_kv_types,
-    is_external,
     ngl_args,
     ngl_forced,
     preset_kv_types,
@@ -53,9 +59,16 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.preset import 
     parse_env,
     split_args,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.preset_types import (
+    read_external,
+    read_host,
+    read_port,
+    read_preset,
+)
 
 __all__ = [
     "CpuBudget",
+    "Decisions",
     "GGUFInfo",
     "HostFacts",
     "Note",
@@ -84,8 +97,48 @@ _KEY_IN_ARGV_FLAGS = ("--api-key",)
 _LLAMA_CPP_ENGINES = ("", "llama.cpp", "llamacpp", "llama-cpp", "llama-server")
 
 
-class PlanError(ValueError):
-    """The preset cannot be planned at all (no binary, no model, a key in argv)."""
+# Argv positions whose value is a path that exists only in the running service (its credential, the slot
+# directory its unit creates): the engine's preflight gives it a stand-in there (probe_engine.preflight).
+SWAP_KEY_FILE = "api_key_file"
+SWAP_SLOT_DIR = "slot_dir"
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """What the plan decided that the service around the engine must follow; read, never re-derived.
+
+    ``host``/``port``: the values the engine listens with (the last --host/--port of argv: EXTRA_ARGS may
+    set them); ``listen``: the addresses of ``host``; ``loopback_only``: every one is loopback or a UNIX
+    socket; ``health_url``/``health_unix_socket``: where the host itself asks /health. ``slot_dir``: the
+    --slot-save-path the plan wrote (the service creates and empties it), ``slot_persist``: SLOT_PERSIST
+    was accepted, so persist-* files survive that emptying. ``api_key_file``: the --api-key-file the plan
+    wrote. ``preflight_swaps``: (argv index, what) of values that exist only under the service.
+    """
+
+    host: str = ""
+    port: str = ""
+    listen: tuple[str, ...] = ()
+    loopback_only: bool = False
+    health_url: str = ""
+    health_unix_socket: str = ""
+    slot_dir: str = ""
+    slot_persist: bool = False
+    api_key_file: str = ""
+    preflight_swaps: tuple[tuple[int, str], ...] = ()
+
+    def as_dict(self) -> dict:
+        return {
+            "host": self.host,
+            "port": self.port,
+            "listen": list(self.listen),
+            "loopback_only": self.loopback_only,
+            "health_url": self.health_url,
+            "health_unix_socket": self.health_unix_socket,
+            "slot_dir": self.slot_dir,
+            "slot_persist": self.slot_persist,
+            "api_key_file": self.api_key_file,
+            "preflight_swaps": [list(swap) for swap in self.preflight_swaps],
+        }
 
 
 @dataclass
@@ -98,6 +151,7 @@ class Plan:
     # Added beyond DESIGN.md section 2 (additions only):
     external: bool = False  # EXTERNAL=1: nothing to deploy on this host
     api_key_via_env: bool = False  # the role must pass LLAMA_API_KEY (no --api-key-file)
+    decisions: Decisions = field(default_factory=Decisions)
 
 
 def _get(preset: Mapping[str, str], key: str) -> str:
@@ -120,9 +174,14 @@ def normalize_extra(tokens: list[str], help_text: str) -> tuple[list[str], list[
 
 
 def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
-    """Plan one llama-server launch (spec sections 1.3, 1.4, 1.5)."""
+    """Plan one llama-server launch (spec sections 1.3, 1.4, 1.5).
+
+    Every key is typed first (preset_types) and EXTRA_ARGS read against the engine's own flag table
+    (flag_table): a value the engine would refuse or misread is a PlanError naming it.
+    """
     preset = {str(k): str(v) for k, v in preset.items()}
-    if is_external(preset):
+    external = preset.get("EXTERNAL", "").strip()
+    if external and read_external(external) == "1":
         return Plan(
             argv=[],
             notes=[Note("external", "EXTERNAL=1: this preset targets a remote API, no local engine to deploy")],
@@ -131,26 +190,35 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
     notes: list[Note] = []
     engine = preset.get("ENGINE", "").strip()
     if engine.lower() == "strata":
-        raise PlanError("ENGINE=strata: this collection deploys llama.cpp's llama-server only")
+        raise PlanError(
+            "ENGINE=strata: this collection deploys llama.cpp's llama-server only", key="ENGINE", value=engine
+        )
     if engine.lower() not in _LLAMA_CPP_ENGINES:
         notes.append(
             Note("engine.ignored", f"ENGINE={engine} unknown (llama.cpp or strata): planned for llama-server")
         )
     binary = facts.bin or preset.get("BIN", "").strip()
     if not binary:
-        raise PlanError("BIN not defined: set the llama-server binary path (preset BIN or the bin option)")
+        raise PlanError("BIN not defined: set the llama-server binary path (preset BIN or the bin option)", key="BIN")
     model = facts.model or preset.get("MODEL", "").strip()
     if not model:
-        raise PlanError("MODEL not defined: set MODEL to a .gguf file name or absolute path")
+        raise PlanError("MODEL not defined: set MODEL to a .gguf file name or absolute path", key="MODEL")
 
     help_text = facts.help
+    table = read_flag_table(help_text)
+    typed = read_preset(preset, table)
+    preset = typed.values
+    notes.extend(typed.notes)
     raw_extra = split_args(preset.get("EXTRA_ARGS", ""))
     if has_any_flag(raw_extra, *_KEY_IN_ARGV_FLAGS):
         raise PlanError(
             "EXTRA_ARGS must not carry --api-key: the key would be visible in ps and in the unit file; "
-            "give it through the api_key option (or API_KEY), which reaches the engine by file"
+            "give it through the api_key option (or API_KEY), which reaches the engine by file",
+            key="EXTRA_ARGS",
+            token="--api-key",
         )
     extra, extra_notes = normalize_extra(raw_extra, help_text)
+    check_extra_args(extra, table)
     notes.extend(extra_notes)
 
     env: dict[str, str] = {}
@@ -231,10 +299,14 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
     notes.extend(preserve_notes)
 
     api_key_via_env = False
+    swaps: list[tuple[int, str]] = []
+    key_file = ""
     if api_key_in_effect(preset, facts):
         # Never --api-key: argv is world-readable through /proc and ps.
         if facts.api_key_file and capabilities.supports_api_key_file(help_text):
-            argv += ["--api-key-file", facts.api_key_file]
+            key_file = facts.api_key_file
+            swaps.append((len(argv) + 1, SWAP_KEY_FILE))
+            argv += ["--api-key-file", key_file]
         else:
             api_key_via_env = True
             notes.append(
@@ -247,9 +319,13 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
 
     cache_flags, cache_notes = cache.cache_ram_args(preset, extra, facts)
     argv += cache_flags
-    argv += cache.slot_save_args(preset, extra, facts)
+    slot_flags = cache.slot_save_args(preset, extra, facts)
+    if slot_flags:
+        swaps.append((len(argv) + 1, SWAP_SLOT_DIR))
+    argv += slot_flags
     notes.extend(cache_notes)
-    persist_note = persist.slot_persist_note(*persist.slot_persist_plan(preset, extra, facts))
+    slot_persist, persist_why = persist.slot_persist_plan(preset, extra, facts)
+    persist_note = persist.slot_persist_note(slot_persist, persist_why)
     if persist_note:
         notes.append(persist_note)
 
@@ -278,9 +354,18 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
         warnings.append(slow)
     load_warn, refusal = load_guard.load_mode_risk(preset, argv, facts)
     if load_warn:
-        notes.append(load_warn)
+        # A warning, not a note (DESIGN.md section 2): the module shows each warning once.
         warnings.append(load_warn)
 
+    decisions = _decisions(
+        argv,
+        extra,
+        table,
+        slot_dir=slot_flags[1] if slot_flags else "",
+        slot_persist=slot_persist,
+        api_key_file=key_file,
+        swaps=tuple(swaps),
+    )
     return Plan(
         argv=argv,
         env=env,
@@ -288,6 +373,39 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
         warnings=warnings,
         refusal=refusal,
         api_key_via_env=api_key_via_env,
+        decisions=decisions,
+    )
+
+
+def _extra_listen_value(reader, flag: str, value: str) -> str:
+    """A --host/--port value of EXTRA_ARGS read like the HOST/PORT key, refused as a word of EXTRA_ARGS."""
+    try:
+        return reader(value)
+    except PlanError as err:
+        message = str(err).replace(f"EXTRA_ARGS {flag}={value!r}", f"EXTRA_ARGS: {flag} {value!r}", 1)
+        raise PlanError(message, key="EXTRA_ARGS", value=value, token=flag) from None
+
+
+def _decisions(argv, extra, table, *, slot_dir, slot_persist, api_key_file, swaps) -> Decisions:
+    host = arg_value(argv, "--host")
+    port = arg_value(argv, "--port")
+    # EXTRA_ARGS speak last; what they set is held to the HOST and PORT rules too.
+    if has_any_flag(extra, "--host"):
+        host = _extra_listen_value(lambda v: read_host("EXTRA_ARGS --host", v, table), "--host", host)
+    if has_any_flag(extra, "--port"):
+        port = _extra_listen_value(lambda v: read_port("EXTRA_ARGS --port", v), "--port", port)
+    target = health_target(host, port)
+    return Decisions(
+        host=host,
+        port=port,
+        listen=tuple(listen_addresses(host)),
+        loopback_only=loopback_only(host),
+        health_url=target["url"],
+        health_unix_socket=target["unix_socket"],
+        slot_dir=slot_dir,
+        slot_persist=slot_persist and bool(slot_dir),
+        api_key_file=api_key_file,
+        preflight_swaps=swaps,
     )
 
 

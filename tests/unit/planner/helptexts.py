@@ -10,6 +10,16 @@ NEW_ENGINE = """\
 -t,    --threads N                      number of CPU threads to use during generation (default: -1)
 -tb,   --threads-batch N                number of threads to use during batch and prompt processing
 -c,    --ctx-size N                     size of the prompt context (default: 0, 0 = loaded from model)
+-Cb,   --cpu-mask-batch M               CPU affinity mask for batch processing
+-np,   --parallel N                     number of server slots (default: -1, -1 = auto)
+-ot,   --override-tensor <tensor name pattern>=<buffer type>,...
+                                        override tensor buffer type
+-ncmoe, --n-cpu-moe N                   keep the MoE weights of the first N layers in the CPU
+--jinja, --no-jinja                     whether to use jinja template engine for chat (default: enabled)
+--cache-reuse N                         min chunk size to attempt reusing from the cache via KV shifting
+-fa,   --flash-attn [on|off|auto]       set Flash Attention use ('on', 'off', or 'auto', default: 'auto')
+--chat-template-file JINJA_TEMPLATE_FILE
+                                        set custom jinja chat template file
 -lm,   --load-mode MODE                 how to load the model: auto, mmap, mmap+mlock, mlock, none, dio
 -ngl,  --gpu-layers, --n-gpu-layers N   max. number of layers to store in VRAM, either an exact number,
                                         'auto', or 'all' (default: auto)
@@ -38,6 +48,11 @@ OLD_ENGINE = """\
 ----- common params -----
 -t,    --threads N                      number of threads to use during generation (default: -1)
 -c,    --ctx-size N                     size of the prompt context (default: 4096, 0 = loaded from model)
+-np,   --parallel N                     number of parallel sequences to decode (default: 1)
+-ot,   --override-tensor <tensor name pattern>=<buffer type>,...
+                                        override tensor buffer type
+--jinja                                 use jinja template for chat (default: disabled)
+--cache-reuse N                         min chunk size to attempt reusing from the cache via KV shifting
 --mlock                                 force system to keep model in RAM rather than swapping
 --no-mmap                               do not memory-map model
 -ngl,  --gpu-layers, --n-gpu-layers N   number of layers to store in VRAM

@@ -46,7 +46,16 @@ def test_upgrade_to_load_mode(extra, expected):
     before = list(extra)
     out, note = normalize_load_flags(extra, True)
     assert out == expected
-    assert note is None  # no note in this direction
+    # A deliberate difference from spec 6.1 (silent): a rewrite or a drop of the user's words is noted.
+    rewritten = any(tok in ("--mlock", "--no-mmap", "--mmap") for tok in extra)
+    assert (note is not None) is rewritten
+    if note is not None:
+        assert note.id == "load.rewritten"
+        assert all(tok in note.text for tok in extra if tok in ("--mlock", "--no-mmap", "--mmap"))
+        if expected[-2:-1] == ["--load-mode"] and "--load-mode" not in extra:
+            assert note.text.endswith(f"→ --load-mode {expected[-1]} (this engine replaced the old switches)")
+        else:
+            assert "dropped" in note.text
     assert extra == before  # input untouched
 
 
@@ -123,7 +132,9 @@ def test_result_is_a_new_list(supports):
 def test_accepts_a_tuple():
     out, note = normalize_load_flags(("--mlock",), True)
     assert out == ["--load-mode", "mmap+mlock"]
-    assert note is None
+    assert note == Note(
+        "load.rewritten", "EXTRA_ARGS: --mlock → --load-mode mmap+mlock (this engine replaced the old switches)"
+    )
 
 
 # --- an engine without --load-mode and without a --mmap switch -------------
@@ -151,4 +162,7 @@ def test_mmap_dropped_where_the_engine_has_no_such_switch(extra, expected):
 def test_mmap_kept_where_the_engine_has_the_switch():
     assert normalize_load_flags(["--mmap"], False, knows_mmap=True) == (["--mmap"], None)
     # The upgrade direction ignores the switch question: --mmap becomes --load-mode mmap.
-    assert normalize_load_flags(["--mmap"], True, knows_mmap=False) == (["--load-mode", "mmap"], None)
+    out, note = normalize_load_flags(["--mmap"], True, knows_mmap=False)
+    assert out == ["--load-mode", "mmap"]
+    assert note is not None
+    assert note.id == "load.rewritten"

@@ -1,0 +1,333 @@
+"""The engine's own flag table, read from ``llama-server --help``, and EXTRA_ARGS checked against it.
+
+llama.cpp prints every option the same way (``common_arg::to_string``): the
+spellings separated by ``", "``, then the value placeholder(s), padded to column
+40 (a longer head gets a line of its own), then the description, wrapped at
+column 40. Switches have no placeholder; a few options take two values. So the
+help says, for every flag, every spelling (negations included), how many values
+it takes, and often which values it accepts: ``{none,layer,row}``, ``[on|off]``
+or an ``allowed values:`` line. Removed flags stay in the table as tombstones
+whose description says "the argument has been removed" and names the
+replacement: the engine exits on them.
+
+The parser is llama.cpp's: a word it does not know is ``invalid argument`` and
+the engine exits; the word after a flag that takes a value is that value,
+whatever it looks like; ``std::stoi``/``std::stof`` read the leading digits of a
+value and drop the rest (``-c 4k`` is a context of 4). Under systemd each of
+these is a crash loop, or a server that runs with a value nobody wrote. So
+EXTRA_ARGS is read here word by word, the way the engine will, and refused with
+the word named. An unknown engine (no help) gives an empty table and nothing is
+guessed: the engine's own parser (the preflight) decides.
+
+Pure: text in, table out.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.errors import PlanError
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.notes import Note
+
+# Where llama.cpp starts the description of every option.
+_DESCRIPTION_COLUMN = 40
+_SECTION = re.compile(r"^-{3,}\s")
+_NAME = re.compile(r"^-{1,2}[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+_SEPARATOR = re.compile(r",\s+")
+_ENV = re.compile(r"\(env:\s*([A-Za-z_][A-Za-z0-9_]*)\)")
+_ALLOWED = re.compile(r"allowed values:\s*([A-Za-z0-9_.+-]+(?:,\s*[A-Za-z0-9_.+-]+)*)")
+_REMOVED = re.compile(r"the argument has been removed\.?\s*(.*)", re.DOTALL)
+_QUOTED_WORD = re.compile(r"'([a-z]+)'")
+_BRACES = re.compile(r"^\{([A-Za-z0-9_.+-]+(?:,[A-Za-z0-9_.+-]+)+)\}$")
+_PIPES = re.compile(r"^[\[<]([A-Za-z0-9_.+-]+(?:\|[A-Za-z0-9_.+-]+)+)[\]>]$")
+_RANGE = re.compile(r"^<-?\d+\.{2,3}-?\d+>$")
+_WORD_LIST = re.compile(r"^[a-z0-9][a-z0-9-]*(?:,[a-z0-9][a-z0-9-]*){2,}$")
+_NUMBER = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
+_INTEGER = re.compile(r"^[+-]?\d+$")
+# Placeholders llama.cpp prints for values it reads with std::stoi / std::stof.
+_NUMERIC_PLACEHOLDERS = frozenset({"N", "PORT", "SEED", "INDEX", "SECONDS", "P", "L", "SIMILARITY"})
+
+# llama.cpp's readings of a boolean-like value (common_arg_utils::is_truthy / is_falsey / is_autoy):
+# a help that lists [on|off|auto] takes all of these.
+TRUTHY = ("on", "enabled", "true", "1")
+FALSEY = ("off", "disabled", "false", "0")
+AUTOY = ("auto", "-1")
+
+# Flags whose handler reads an int (std::stoi): "1.5" would be read as 1. Long names, as the help prints them.
+INTEGER_FLAGS = frozenset(
+    {
+        "--threads", "--threads-batch", "--ctx-size", "--batch-size", "--ubatch-size", "--parallel", "--port",
+        "--n-gpu-layers", "--ctx-checkpoints", "--checkpoint-min-step", "--cache-ram", "--n-cpu-moe",
+        "--n-cpu-ffn", "--reasoning-budget", "--spec-draft-n-max", "--spec-draft-n-min", "--fit-ctx", "--keep",
+        "--n-predict", "--threads-http", "--timeout", "--cache-reuse", "--kv-unified-per-slot",
+        "--spec-ngram-mod-n-min", "--spec-ngram-mod-n-max", "--spec-ngram-mod-n-match",
+    }
+)  # fmt: skip
+
+# Flags that make the engine print something and exit instead of serving: under systemd the unit would end
+# "inactive (dead)" at once, and with Restart=on-failure nobody would bring it back.
+EXITING_FLAGS = frozenset(
+    {"-h", "--help", "--usage", "--version", "--list-devices", "--completion-bash", "-cl", "--cache-list"}
+)
+
+
+class ExtraArgsError(PlanError):
+    """A word of EXTRA_ARGS the engine would refuse or misread; ``token`` is that word."""
+
+    def __init__(self, message: str, token: str):
+        super().__init__(message, key="EXTRA_ARGS", token=token)
+
+
+@dataclass(frozen=True)
+class FlagSpec:
+    """One option of the help: its spellings, how many values it takes and which it accepts.
+
+    ``choices``: the accepted values, empty when the help lists none; with ``choice_list`` a value is a
+    comma-separated list of them. ``numeric``: the placeholder is a number (``N``, ``<0|1>``), read by
+    std::stoi/stof; ``words`` are the non-numeric values its description quotes (``'auto'``, ``'all'``).
+    ``removed``: the help's text after "the argument has been removed" (what to use instead), "" if live.
+    """
+
+    names: tuple[str, ...]
+    values: int = 0
+    hint: str = ""
+    choices: tuple[str, ...] = ()
+    choice_list: bool = False
+    numeric: bool = False
+    words: tuple[str, ...] = ()
+    removed: str = ""
+    env: str = ""
+    description: str = ""
+
+    @property
+    def long_name(self) -> str:
+        longs = [n for n in self.names if n.startswith("--")]
+        return longs[0] if longs else self.names[0]
+
+    @property
+    def integer(self) -> bool:
+        return self.numeric and any(n in INTEGER_FLAGS for n in self.names)
+
+
+@dataclass(frozen=True)
+class FlagTable:
+    """Every flag of one engine's help, by each of its spellings."""
+
+    by_name: dict[str, FlagSpec]
+    specs: tuple[FlagSpec, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.by_name)
+
+    def lookup(self, word: str) -> FlagSpec | None:
+        """The flag a command-line word names, as llama.cpp finds it (``_`` reads as ``-`` in ``--`` names)."""
+        if word.startswith("--"):
+            word = word.replace("_", "-")
+        return self.by_name.get(word)
+
+    def closest(self, word: str, count: int = 3) -> list[str]:
+        """The known spellings nearest to ``word``, best first (for "did you mean")."""
+        return difflib.get_close_matches(word.replace("_", "-"), list(self.by_name), n=count, cutoff=0.6)
+
+    def accepts(self, flag: str, value: str) -> bool:
+        """Whether the listed choices of ``flag`` admit ``value`` (True when it lists none, or is unknown)."""
+        spec = self.lookup(flag)
+        return spec is None or _choice_problem(spec, value) == ""
+
+
+def _split_head(line: str) -> tuple[str, str]:
+    """(head, start of the description) of an option's first line."""
+    head = line[:_DESCRIPTION_COLUMN]
+    if len(line) > _DESCRIPTION_COLUMN and head.endswith(" ") and line[_DESCRIPTION_COLUMN] != " ":
+        return head.rstrip(), line[_DESCRIPTION_COLUMN:]
+    return line.rstrip(), ""
+
+
+def _hint_words(hint: str) -> list[str]:
+    """Top-level words of a placeholder: ``<tensor name pattern>=<buffer type>,...`` is one word."""
+    words: list[str] = []
+    depth = 0
+    current = ""
+    for ch in hint:
+        if ch in "<[{(":
+            depth += 1
+        elif ch in ">]})" and depth:
+            depth -= 1
+        if ch == " " and depth == 0:
+            if current:
+                words.append(current)
+            current = ""
+        else:
+            current += ch
+    if current:
+        words.append(current)
+    return words
+
+
+def _parse_head(head: str) -> tuple[list[str], str] | None:
+    """(spellings, placeholder text) of an option head; None when it is not one."""
+    pieces = _SEPARATOR.split(head.strip())
+    names: list[str] = []
+    hint = ""
+    for index, piece in enumerate(pieces):
+        name, _, rest = piece.partition(" ")
+        if not _NAME.match(name):
+            return None
+        names.append(name)
+        if rest.strip():
+            # The placeholder started: whatever follows (commas included) belongs to it.
+            hint = " ".join([rest.strip(), *pieces[index + 1:]]) if index + 1 < len(pieces) else rest.strip()
+            break
+    return names, hint
+
+
+def _choices(hint: str, description: str) -> tuple[tuple[str, ...], bool, bool]:
+    """(choices, comma-separated list of them, numeric placeholder) from a placeholder and description."""
+    words = _hint_words(hint)
+    first = words[0] if words else ""
+    braces = _BRACES.match(first)
+    if braces:
+        return tuple(braces.group(1).split(",")), False, False
+    pipes = _PIPES.match(first)
+    if pipes:
+        listed = tuple(pipes.group(1).split("|"))
+        if all(_INTEGER.match(v) for v in listed):
+            return (), False, True  # <0|1>: read with std::stoi, a number
+        if set(listed) <= {"on", "off", "auto"}:
+            accepted = TRUTHY + FALSEY + (AUTOY if "auto" in listed else ())
+            return accepted, False, False
+        return listed, False, False
+    if _RANGE.match(first):
+        return (), False, True
+    if _WORD_LIST.match(first):
+        return tuple(first.split(",")), True, False
+    allowed = _ALLOWED.search(description)
+    if allowed:
+        return tuple(v.strip() for v in allowed.group(1).split(",")), False, False
+    return (), False, first in _NUMERIC_PLACEHOLDERS
+
+
+def _spec(names: list[str], hint: str, description: str) -> FlagSpec:
+    choices, choice_list, numeric = _choices(hint, description)
+    removed = _REMOVED.search(description)
+    env = _ENV.search(description)
+    words = tuple(dict.fromkeys(_QUOTED_WORD.findall(description))) if numeric else ()
+    removed_text = ""
+    if removed:
+        removed_text = " ".join(_ENV.sub("", removed.group(1)).split()) or "no replacement named"
+    return FlagSpec(
+        names=tuple(names),
+        values=len(_hint_words(hint)),
+        hint=hint,
+        choices=choices,
+        choice_list=choice_list,
+        numeric=numeric,
+        words=words,
+        removed=removed_text,
+        env=env.group(1) if env else "",
+        description=description,
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def read_flag_table(help_text: str) -> FlagTable:
+    """The flag table of a ``--help`` text; empty for an empty (unknown) help."""
+    specs: list[FlagSpec] = []
+    current: tuple[list[str], str, list[str]] | None = None
+
+    def close() -> None:
+        if current is not None:
+            names, hint, lines = current
+            specs.append(_spec(names, hint, " ".join(" ".join(lines).split())))
+
+    for line in help_text.splitlines():
+        if line.startswith("-") and not _SECTION.match(line):
+            head, start = _split_head(line)
+            parsed = _parse_head(head)
+            if parsed is not None:
+                close()
+                current = (parsed[0], parsed[1], [start] if start else [])
+                continue
+        if current is not None and line[:1].isspace() and line.strip():
+            current[2].append(line.strip())
+        elif current is not None and not line.strip():
+            continue  # a blank line inside a description (llama.cpp keeps them) or between sections
+        else:
+            close()
+            current = None
+    close()
+    by_name: dict[str, FlagSpec] = {}
+    for spec in specs:
+        for name in spec.names:
+            by_name.setdefault(name, spec)
+    return FlagTable(by_name=by_name, specs=tuple(specs))
+
+
+def _choice_problem(spec: FlagSpec, value: str) -> str:
+    """Why ``value`` is not one the flag accepts ("" when it is)."""
+    if spec.choices:
+        items = value.split(",") if spec.choice_list else [value]
+        bad = [item for item in items if item not in spec.choices]
+        if bad:
+            listed = spec.hint if _BRACES.match(spec.hint) or _PIPES.match(spec.hint) else ", ".join(spec.choices)
+            return f"{bad[0]!r} is not one of {listed}"
+        return ""
+    if spec.numeric and value not in spec.words:
+        pattern = _INTEGER if spec.integer else _NUMBER
+        if not pattern.match(value.strip()):
+            kind = "an integer" if spec.integer else "a number"
+            words = f" or {', '.join(spec.words)}" if spec.words else ""
+            return f"{value!r} is not {kind}{words} (llama.cpp would read only its leading digits, or exit)"
+    return ""
+
+
+def check_extra_args(tokens: Sequence[str], table: FlagTable) -> list[Note]:
+    """Read EXTRA_ARGS word by word as the engine will; raise ExtraArgsError on the first word it would refuse.
+
+    Refused: a word that is no flag of this engine (with the nearest spellings), a removed flag (with the
+    replacement the help names), a flag whose value is missing, a value outside the flag's listed choices, a
+    number the engine would misread, a flag that makes the engine exit instead of serving. An empty table
+    (unknown engine) checks nothing. Returns notes for accepted words worth a mention (none yet).
+    """
+    if not table:
+        return []
+    index = 0
+    while index < len(tokens):
+        word = tokens[index]
+        spec = table.lookup(word)
+        if spec is None:
+            raise ExtraArgsError(_unknown_message(word, table), word)
+        if spec.removed:
+            raise ExtraArgsError(
+                f"EXTRA_ARGS: {word} has been removed from this engine ({spec.removed}); it would exit on it",
+                word,
+            )
+        if word in EXITING_FLAGS or (word.startswith("--") and word.replace("_", "-") in EXITING_FLAGS):
+            raise ExtraArgsError(
+                f"EXTRA_ARGS: {word} makes llama-server print and exit instead of serving; remove it", word
+            )
+        values = list(tokens[index + 1:index + 1 + spec.values])
+        missing = len(values) < spec.values or any(
+            table.lookup(v) is not None and not _NUMBER.match(v) for v in values
+        )
+        if missing:
+            placeholder = spec.hint or "a value"
+            raise ExtraArgsError(f"EXTRA_ARGS: {word} needs its value ({word} {placeholder})", word)
+        if spec.values == 1:
+            problem = _choice_problem(spec, values[0])
+            if problem:
+                raise ExtraArgsError(f"EXTRA_ARGS: {word} {values[0]}: {problem}", word)
+        index += 1 + spec.values
+    return []
+
+
+def _unknown_message(word: str, table: FlagTable) -> str:
+    if not word.startswith("-") or _NUMBER.match(word):
+        return f"EXTRA_ARGS: {word!r} is not a flag (a value without its flag, or a value given twice?)"
+    near = table.closest(word.partition("=")[0])
+    hint = f"; did you mean {' or '.join(near)}?" if near else ""
+    return f"EXTRA_ARGS: {word} is not a flag of this engine (llama-server would exit: invalid argument){hint}"
