@@ -278,12 +278,35 @@ def check_api_key(value: str) -> None:
         raise PlanError(f"API_KEY is not valid: {problem}; the key is not shown", key="API_KEY", value=HIDDEN)
 
 
+def _typo_distance(a: str, b: str) -> int:
+    """Edits between two keys (insert, delete, replace, swap two neighbours): NLG is one from NGL."""
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            cost = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cost = min(cost, previous2[j - 2] + 1)
+            current.append(cost)
+        previous2, previous = previous, current
+    return previous[-1]
+
+
 def unknown_key_problem(key: str) -> str:
-    """A did-you-mean for a key that is no Loki key but close to one ("" when nothing is close)."""
+    """A did-you-mean for a key that is no Loki key but close to one ("" when nothing is close).
+
+    Close: one edit from a known key (two for keys of five letters or more), or what difflib calls alike.
+    """
     if key.upper() in KNOWN_KEYS:
         return f"keys are upper case: {key.upper()}"
-    near = difflib.get_close_matches(key.upper(), sorted(KNOWN_KEYS), n=1, cutoff=TYPO_CUTOFF)
-    return near[0] if near else ""
+    name = key.upper()
+    allowed = 1 if len(name) <= 4 else 2
+    near = sorted((_typo_distance(name, known), known) for known in KNOWN_KEYS)
+    if near and near[0][0] <= allowed:
+        return near[0][1]
+    alike = difflib.get_close_matches(name, sorted(KNOWN_KEYS), n=1, cutoff=TYPO_CUTOFF)
+    return alike[0] if alike else ""
 
 
 def _by_key(table: FlagTable) -> dict[str, Callable[[str], str]]:
@@ -329,6 +352,8 @@ def read_preset(preset: Mapping[str, str], table: FlagTable) -> TypedPreset:
                 check_api_key(raw)
             continue
         if not text:
+            if key in readers or key in ("PARALLEL", "CUDA_VISIBLE_DEVICES"):
+                values[key] = ""  # blanks alone are no value: the default applies, not "-c ' '"
             continue
         if key == "PARALLEL":
             read, note = read_parallel(text, table)

@@ -62,14 +62,21 @@ def image_id(access: DockerAccess, image: str) -> str:
     return text if rc == 0 and _IMAGE_ID.match(text) else ""
 
 
+# What a container of the instance sees instead of any llama.cpp config.ini: the compose service mounts the
+# same (compose.py), and the preflight runs with them too.
+NO_CONFIG_HOME = "/tmp/llamafleet-no-config"
+NO_CONFIG_MOUNTS = ("/etc/llama.cpp:ro,size=4k", "/tmp")
+
+
 def image_launcher(
-    access: DockerAccess, image: str, service_env: Mapping[str, str], gpus: bool = False
+    access: DockerAccess, image: str, service_env: Mapping[str, str], gpus: bool = False, no_config: bool = False
 ) -> EngineLauncher:
     """``docker run --rm IMAGE`` with the engine's variables, without network; identity = the image ID.
 
     ``gpus`` adds ``--gpus all`` (what ``--list-devices`` needs; ``--help`` does not):
     the container then sees the host's GPUs, and CUDA_VISIBLE_DEVICES selects among
-    them as it will in the service.
+    them as it will in the service. ``no_config`` keeps every llama.cpp config.ini out, as the
+    service does: an empty tmpfs on /etc/llama.cpp and XDG_CONFIG_HOME on an empty /tmp.
     """
     # Only what the binary probe passes too goes into the container.
     engine_vars = engine_variables(service_env)
@@ -78,6 +85,10 @@ def image_launcher(
     prefix = [access.cli, "run", "--rm", "--network", "none", "--log-driver", "none"]
     if gpus:
         prefix += ["--gpus", "all"]
+    if no_config:
+        for mount in NO_CONFIG_MOUNTS:
+            prefix += ["--tmpfs", mount]
+        prefix += ["--env", f"XDG_CONFIG_HOME={NO_CONFIG_HOME}"]
     for name, value in engine_vars.items():
         prefix += ["--env", f"{name}={value}"]
     # The ID, not the name: the texts are then certainly the identity's.

@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import stat
 import subprocess
@@ -284,12 +285,12 @@ def cache_file(cache_dir: str, identity: Mapping) -> str:
     return os.path.join(cache_dir, _CACHE_PREFIX + hashlib.sha256(slot.encode()).hexdigest()[:32] + ".json")
 
 
-def _read_cache(path: str, identity: Mapping) -> dict | None:
-    """The cached entry if it is ours and matches ``identity``; None otherwise.
+def _read_json(path: str) -> dict | None:
+    """A JSON object from a cache file that is ours; None otherwise.
 
     "Ours": a regular file (no symlink followed) owned by this user and not
-    writable by group or others -- the texts decide which flags the service gets,
-    so nobody else may plant them.
+    writable by group or others -- the cached texts and verdicts decide which
+    flags the service gets, so nobody else may plant them.
     """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
@@ -312,8 +313,14 @@ def _read_cache(path: str, identity: Mapping) -> dict | None:
     finally:
         if fd >= 0:
             os.close(fd)
+    return data if isinstance(data, dict) else None
+
+
+def _read_cache(path: str, identity: Mapping) -> dict | None:
+    """The cached help/version entry if it is ours and matches ``identity``; None otherwise."""
+    data = _read_json(path)
     if (
-        not isinstance(data, dict)
+        data is None
         or data.get("format") != CACHE_FORMAT
         or data.get("identity") != json.loads(json.dumps(identity))
         or not isinstance(data.get("help"), str)
@@ -323,13 +330,10 @@ def _read_cache(path: str, identity: Mapping) -> dict | None:
     return data
 
 
-def _write_cache(path: str, identity: Mapping, help_text: str, version: str | None) -> None:
+def _write_json(path: str, data: Mapping) -> None:
     """Atomic write (temporary file + rename), mode 0600; failures are ignored (the cache is an optimisation)."""
     directory = os.path.dirname(path)
-    payload = json.dumps(
-        {"format": CACHE_FORMAT, "identity": identity, "help": help_text, "version": version},
-        sort_keys=True,
-    ).encode()
+    payload = json.dumps(data, sort_keys=True).encode()
     tmp = ""
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)
@@ -346,6 +350,10 @@ def _write_cache(path: str, identity: Mapping, help_text: str, version: str | No
         if tmp:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+
+
+def _write_cache(path: str, identity: Mapping, help_text: str, version: str | None) -> None:
+    _write_json(path, {"format": CACHE_FORMAT, "identity": identity, "help": help_text, "version": version})
 
 
 @dataclass(frozen=True)
@@ -419,3 +427,176 @@ def launcher_texts(
     if path and write and runs and help_ok:
         _write_cache(path, identity, help_text, version if version_ok else None)
     return EngineTexts(help=help_text, version=version or "", runs=runs)
+
+
+# ---------------------------------------------------------------------------
+# Preflight: the engine's own parser as the last gate (before the host changes)
+# ---------------------------------------------------------------------------
+
+# llama.cpp reads these before the environment and the command line, on every
+# run (b11434 and later). The service and the preflight never see them.
+SYSTEM_CONFIG = "/etc/llama.cpp/config.ini"
+SYSTEM_CONFIG_DIR = "/etc/llama.cpp"
+# With --help first, llama.cpp still hands every later argument to its own
+# handler, runs its post-parse checks, then prints the usage and exits 0
+# without loading anything; a bad argument exits 1 with the engine's words.
+PREFLIGHT_FLAG = "--help"
+PREFLIGHT_TIMEOUT_S = 30.0  # a GPU build initialises its backends before parsing
+PREFLIGHT_CACHE_FORMAT = 1
+PREFLIGHT_CACHE_KEEP = 32
+_PREFLIGHT_PREFIX = "preflight-"
+# Exit status of the wrapper when /etc/llama.cpp could not be hidden (not the engine's).
+_HIDE_FAILED = 125
+_HIDE_SCRIPT = (
+    'mount -t tmpfs -o ro,size=4k,mode=0755 llamafleet-empty "$LLAMAFLEET_HIDE" || exit '
+    + str(_HIDE_FAILED)
+    + '; exec "$@"'
+)
+_ERROR_WORDS = re.compile(r"error|invalid|unsupported|unknown|not a directory|failed|expected|cannot", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class PreflightResult:
+    """What the engine's parser said of the planned command line.
+
+    ``passed``: it parsed every argument and printed its usage. ``runs``: engine starts (0: a cached pass).
+    ``engine_says``: its own error line(s) when it refused. ``system_config``: ``hidden`` when a
+    /etc/llama.cpp/config.ini exists and was kept out of the preflight, ``visible`` when it exists and
+    could not be (it then took part, unlike in the service), ``""`` when there is none.
+    """
+
+    passed: bool
+    runs: int = 0
+    engine_says: str = ""
+    system_config: str = ""
+
+    def as_dict(self) -> dict:
+        return {
+            "passed": self.passed,
+            "runs": self.runs,
+            "engine_says": self.engine_says,
+            "system_config": self.system_config,
+        }
+
+
+def preflight_argv(argv: Sequence[str], swaps: Sequence[Sequence], stand_ins: Mapping[str, str]) -> list[str]:
+    """The planned argv with ``--help`` first and stand-ins where a value exists only under the service.
+
+    ``swaps`` are the plan's (index, what) pairs (planner.Decisions.preflight_swaps); ``stand_ins`` maps
+    each ``what`` to a path valid where the preflight runs. The real key is never involved: its file
+    exists only in the running service, and a stand-in file takes its place.
+    """
+    words = list(argv)
+    for index, what in swaps:
+        if what in stand_ins and 0 < int(index) < len(words):
+            words[int(index)] = stand_ins[what]
+    return [words[0], PREFLIGHT_FLAG, *words[1:]] if words else []
+
+
+def engine_refusal(output: str) -> str:
+    """The engine's own words from a refused parse: its error line(s), before the usage it appends."""
+    lines: list[str] = []
+    for line in output.splitlines():
+        if line.strip() == "usage:":
+            break
+        if line.strip():
+            lines.append(line.strip())
+    errors = [line for line in lines if _ERROR_WORDS.search(line)]
+    return " / ".join(errors or lines[-2:]) or "no output"
+
+
+def _preflight_key(launcher: EngineLauncher, argv: Sequence[str]) -> str:
+    material = json.dumps([launcher.identity, list(launcher.prefix[1:]), dict(launcher.env), list(argv)],
+                          sort_keys=True)
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+def _preflight_cache_file(cache_dir: str, identity: Mapping) -> str:
+    slot = json.dumps([identity["path"], identity.get("env", {})], sort_keys=True)
+    return os.path.join(cache_dir, _PREFLIGHT_PREFIX + hashlib.sha256(slot.encode()).hexdigest()[:32] + ".json")
+
+
+def _cached_passes(path: str, identity: Mapping) -> list[str]:
+    data = _read_json(path) if path else None
+    if (
+        data is None
+        or data.get("format") != PREFLIGHT_CACHE_FORMAT
+        or data.get("identity") != json.loads(json.dumps(identity))
+        or not isinstance(data.get("passed"), list)
+    ):
+        return []
+    return [key for key in data["passed"] if isinstance(key, str)]
+
+
+def system_config_present(root: str = "/") -> bool:
+    return os.path.isfile(os.path.join(root, SYSTEM_CONFIG.lstrip("/")))
+
+
+def _hiding_prefix(root: str) -> tuple[list[str], dict[str, str], str]:
+    """(command prefix, extra env, state) that keeps /etc/llama.cpp out of a preflight on this host."""
+    if not system_config_present(root):
+        return [], {}, ""
+    unshare = shutil.which("unshare", path=BASE_ENV["PATH"])
+    if root != "/" or os.geteuid() != 0 or not unshare:
+        return [], {}, "visible"
+    prefix = [unshare, "--mount", "--propagation", "private", "--", "/bin/sh", "-c", _HIDE_SCRIPT, "llamafleet"]
+    return prefix, {"LLAMAFLEET_HIDE": SYSTEM_CONFIG_DIR}, "hidden"
+
+
+def run_preflight(
+    launcher: EngineLauncher,
+    argv: Sequence[str],
+    swaps: Sequence[Sequence],
+    *,
+    cache_dir: str | None,
+    write: bool = True,
+    root: str = "/",
+    in_image: bool = False,
+) -> PreflightResult:
+    """Run the planned command line through the engine's own parser (``argv`` with ``--help`` first).
+
+    The binary runs with the service's environment only, ``XDG_CONFIG_HOME`` and ``HOME`` on an empty
+    directory of its own and /etc/llama.cpp hidden (a private mount namespace, as root), so no
+    config.ini takes part; an image runs with those paths on empty tmpfs mounts. A pass is cached by the
+    engine's identity, the command and the environment: an unchanged re-run starts the engine 0 times.
+    A refusal is never cached (the fix may be outside the command line: a file, a library).
+    """
+    if launcher.identity is None:
+        return PreflightResult(passed=False, engine_says="the engine cannot be started (missing binary or image)")
+    path = _preflight_cache_file(cache_dir, launcher.identity) if cache_dir else ""
+    key = _preflight_key(launcher, argv)
+    passes = _cached_passes(path, launcher.identity)
+    hide, hide_env, state = ([], {}, "") if in_image else _hiding_prefix(root)
+    if key in passes:
+        return PreflightResult(passed=True, runs=0, system_config=state)
+    with tempfile.TemporaryDirectory(prefix="llamafleet-preflight-") as scratch:
+        if in_image:
+            stand_ins = {"api_key_file": "/dev/null", "slot_dir": "/tmp"}
+            env = dict(launcher.env)
+        else:
+            slots = os.path.join(scratch, "slots")
+            config = os.path.join(scratch, "config")
+            os.mkdir(slots, 0o700)
+            os.mkdir(config, 0o700)
+            stand_ins = {"api_key_file": os.devnull, "slot_dir": slots}
+            env = {**launcher.env, "XDG_CONFIG_HOME": config, "HOME": scratch, **hide_env}
+        words = preflight_argv(argv, swaps, stand_ins)
+        rc, out = run_command(
+            [*hide, *launcher.prefix], words[1:], env, PREFLIGHT_TIMEOUT_S * launcher.timeout_scale
+        )
+    if rc == _HIDE_FAILED and hide:
+        return PreflightResult(
+            passed=False, runs=1, system_config=state,
+            engine_says=f"could not hide {SYSTEM_CONFIG_DIR} for the preflight: {engine_refusal(out)}",
+        )
+    if rc is None:
+        return PreflightResult(
+            passed=False, runs=1, system_config=state,
+            engine_says=f"the engine did not answer within {PREFLIGHT_TIMEOUT_S * launcher.timeout_scale:.0f} s",
+        )
+    if rc != 0 or PREFLIGHT_FLAG not in out:
+        return PreflightResult(passed=False, runs=1, engine_says=engine_refusal(out), system_config=state)
+    if path and write:
+        kept = [*[k for k in passes if k != key][-(PREFLIGHT_CACHE_KEEP - 1):], key]
+        _write_json(path, {"format": PREFLIGHT_CACHE_FORMAT, "identity": launcher.identity, "passed": kept})
+    return PreflightResult(passed=True, runs=1, system_config=state)

@@ -26,6 +26,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.load_guard imp
     load_guard_needs_devices,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.placement import DEVICE_FLAGS, is_external
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.preset_types import read_gpu_selection
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_cpu import cpuset_threads
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_docker import (
     ContainerState,
@@ -34,12 +35,15 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_docker i
     image_launcher,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_engine import (
+    SYSTEM_CONFIG,
     EngineLauncher,
+    PreflightResult,
     binary_launcher,
     engine_env,
     launcher_devices,
     launcher_texts,
     parse_engine_build,
+    run_preflight,
     trusted_build,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_gpu import (
@@ -66,22 +70,6 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.switches impor
     SPEC_UNREADABLE,
     spec_mode,
     split_mode_key,
-)
-
-# The keys spec section 3 knows, plus those Loki presets carry for other uses.
-KNOWN_KEYS = frozenset(
-    {
-        "MODEL", "BIN", "CTX", "THREADS", "THREADS_BATCH", "BATCH", "UBATCH", "HOST", "PORT", "PARALLEL", "NGL",
-        "KV_TYPE", "KV_TYPE_K", "KV_TYPE_V", "MMPROJ", "REASONING", "REASONING_BUDGET", "REASONING_PRESERVE",
-        "API_KEY", "EXTRA_ARGS", "CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_QUEUES", "CUDA_GRAPH_OPT",
-        "OP_OFFLOAD_MIN_BATCH", "FIT_TARGET", "CACHE_RAM", "CACHE_ISOLATE", "SLOT_PERSIST", "SIDE_SLOT",
-        "CTX_CHECKPOINTS", "CKPT_MIN_STEP", "SPEC", "MODEL_DRAFT", "SPEC_N_MAX", "SPEC_SAMPLING", "SPLIT_MODE",
-        "LOAD_GUARD", "EXTERNAL", "ENGINE",
-        # read by Loki elsewhere (requests, UI, remote presets), never at launch
-        "TEMP", "TOP_P", "TOP_K", "MIN_P", "PRESENCE_PENALTY", "REPEAT_PENALTY", "REASONING_ECHO",
-        "REASONING_EFFORT", "QUANT", "EXTERNAL_URL", "EXTERNAL_MODEL", "EXTERNAL_KEY", "EXTERNAL_VISION",
-        "STRATA_CONFIG", "NAME",
-    }
 )
 
 # Environment groups of spec section 4.8 the planner reads from the service env.
@@ -121,6 +109,8 @@ class ProbeOptions:
     engine_image: str = ""
     container: str = ""
     docker: DockerAccess = field(default_factory=DockerAccess)
+    # Run the planned command line through the engine's own parser (probe_engine.run_preflight).
+    preflight: bool = True
 
 
 @dataclass
@@ -132,6 +122,7 @@ class ProbeResult:
     engine_runs: int = 0
     port_conflict: str = ""
     container: ContainerState = field(default_factory=ContainerState)
+    preflight: PreflightResult | None = None  # None: not run (external preset, or switched off)
 
 
 def arg_env_from(service_env: Mapping[str, str]) -> dict[str, str]:
@@ -151,10 +142,6 @@ def arg_env_from(service_env: Mapping[str, str]) -> dict[str, str]:
 
 def user_env_from(service_env: Mapping[str, str]) -> dict[str, str]:
     return {k: service_env[k] for k in _USER_ENV if service_env.get(k, "")}
-
-
-def unknown_keys(preset: Mapping[str, str]) -> list[str]:
-    return sorted(k for k in preset if k not in KNOWN_KEYS)
 
 
 def stable_ram_avail(measured: int, previous: int, total: int) -> int:
@@ -181,6 +168,14 @@ def _gpu_selection(preset: Mapping[str, str], service_env: Mapping[str, str]) ->
     return service_env.get("CUDA_VISIBLE_DEVICES", ""), service_env.get("CUDA_DEVICE_ORDER", "") == "PCI_BUS_ID"
 
 
+def _typed_gpu_selection(preset: dict[str, str]) -> dict[str, str]:
+    """The preset with CUDA_VISIBLE_DEVICES typed before anything runs the engine with it (PlanError if bad)."""
+    raw = preset.get("CUDA_VISIBLE_DEVICES", "").strip()
+    if not raw:
+        return preset
+    return {**preset, "CUDA_VISIBLE_DEVICES": read_gpu_selection(raw)[0]}
+
+
 def _read_gguf(path: str, warnings: list[str], what: str) -> GGUFInfo | None:
     try:
         return read_gguf_info(path)
@@ -192,7 +187,7 @@ def _read_gguf(path: str, warnings: list[str], what: str) -> GGUFInfo | None:
 def probe_and_plan(options: ProbeOptions) -> ProbeResult:
     """Run the probes of spec section 4 and plan; raises ProbeError or planner.PlanError."""
     preset = dict(options.preset)
-    warnings = [f"preset key {k} is not a llamafleet/Loki key: ignored (typo?)" for k in unknown_keys(preset)]
+    warnings: list[str] = []
     if is_external(preset):
         result_plan = planner.plan(preset, HostFacts())
         return ProbeResult(facts=HostFacts(), plan=result_plan, probed={"external": True}, warnings=warnings)
@@ -208,11 +203,11 @@ def probe_and_plan(options: ProbeOptions) -> ProbeResult:
         raise ProbeError(str(err)) from err
 
     extra = planner.split_args(preset.get("EXTRA_ARGS", ""))
-    cvd, pci_order = _gpu_selection(preset, service_env)
+    cvd, pci_order = _gpu_selection(_typed_gpu_selection(preset), service_env)
     run_env = dict(service_env)
-    if preset.get("CUDA_VISIBLE_DEVICES", ""):
+    if cvd and preset.get("CUDA_VISIBLE_DEVICES", "").strip():
         # Applied before anything asks the engine (spec 1.1 step 7).
-        run_env["CUDA_VISIBLE_DEVICES"] = preset["CUDA_VISIBLE_DEVICES"]
+        run_env["CUDA_VISIBLE_DEVICES"] = cvd
         run_env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
     env = engine_env(binary, run_env)
     arg_env = arg_env_from(service_env)
@@ -328,9 +323,40 @@ def probe_and_plan(options: ProbeOptions) -> ProbeResult:
         "draft_err": draft_err,
         "draft_is_model": draft_is_model,
     }
+    preflight = None
+    if options.preflight:
+        preflight = _preflight(options, binary, service_env, result_plan, cache_dir)
+        probed["preflight"] = preflight.as_dict()
+        if preflight.system_config:
+            warnings.append(
+                f"{SYSTEM_CONFIG} exists on this host: llama.cpp would apply it to every engine; the service "
+                + ("and the preflight do not read it" if preflight.system_config == "hidden"
+                   else "does not read it, but the preflight could not hide it (not root, or no unshare)")
+            )
     return ProbeResult(
-        facts=facts, plan=result_plan, probed=probed, warnings=warnings, engine_runs=texts.runs,
-        container=own_container,
+        facts=facts, plan=result_plan, probed=probed, warnings=warnings,
+        engine_runs=texts.runs + (preflight.runs if preflight else 0), container=own_container,
+        preflight=preflight,
+    )
+
+
+def _preflight(
+    options: ProbeOptions, binary: str, service_env: Mapping[str, str], plan: planner.Plan, cache_dir: str
+) -> PreflightResult:
+    """The planned argv through the engine's parser, in the environment the service will have."""
+    launch_env = {**service_env, **plan.env}
+    if options.engine_image:
+        launcher = image_launcher(options.docker, options.engine_image, launch_env, no_config=True)
+    else:
+        launcher = binary_launcher(binary, engine_env(binary, launch_env))
+    return run_preflight(
+        launcher,
+        plan.argv,
+        plan.decisions.preflight_swaps,
+        cache_dir=cache_dir,
+        write=options.write_cache,
+        root=options.root,
+        in_image=bool(options.engine_image),
     )
 
 

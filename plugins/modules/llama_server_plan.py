@@ -137,6 +137,22 @@ options:
       - The Docker daemon to ask (C(DOCKER_HOST), for example C(unix:///run/docker.sock)). Default the CLI's own.
     type: str
     default: ""
+  preflight:
+    description:
+      - Run the planned command line through the engine's own argument parser before returning it: the engine
+        is started with C(--help) first, the planned arguments after it, and the service's environment. It
+        parses every argument with its own handlers, runs its post-parse checks, prints its usage and exits 0
+        without loading the model; a bad argument makes it exit 1 with its own error, which fails this task
+        quoting it. Paths that exist only in the running service (its key file, its slot directory) get
+        stand-ins; the real key is never used. No llama.cpp C(config.ini) takes part (C(XDG_CONFIG_HOME) and
+        C(HOME) point to an empty directory, C(/etc/llama.cpp) is hidden in a private mount namespace when
+        running as root).
+      - A pass is cached under O(cache_dir), keyed by the engine's identity, the command line and the
+        environment, so an unchanged re-run starts the engine 0 times. Runs in check mode too (without
+        writing the cache). With O(engine_image) the preflight runs inside the image.
+      - Never run with O(host_facts).
+    type: bool
+    default: true
   host_facts:
     description:
       - Plan from these facts instead of probing (previews, tests). Keys are the fields of the planner's
@@ -246,9 +262,71 @@ api_key_via_env:
   type: bool
 slot_dir:
   description: The directory the plan passes to C(--slot-save-path), empty when none. The service must create it
-    (mode 0700) and empty it at each start; the engine refuses to start without it.
+    (mode 0700) and empty it at each start; the engine refuses to start without it. Same as RV(decisions.slot_dir).
   returned: always
   type: str
+decisions:
+  description:
+    - What the plan decided that the service around the engine must follow, so that nothing downstream
+      re-derives it from the argv or the preset.
+  returned: always
+  type: dict
+  contains:
+    host:
+      description: The C(--host) value the engine listens with (the last one of the argv).
+      type: str
+    port:
+      description: The C(--port) value.
+      type: str
+    listen:
+      description: The addresses of RV(decisions.host).
+      type: list
+      elements: str
+    loopback_only:
+      description: Every address is a loopback address or a UNIX socket; nothing beyond this host reaches it.
+      type: bool
+    health_url:
+      description: Where this host itself asks the engine's C(/health).
+      type: str
+    health_unix_socket:
+      description: The UNIX socket to ask it through, empty for TCP.
+      type: str
+    slot_dir:
+      description: The C(--slot-save-path) the plan wrote, empty when none.
+      type: str
+    slot_persist:
+      description: SLOT_PERSIST was accepted; C(persist-*) files in the slot directory survive a start.
+      type: bool
+    api_key_file:
+      description: The C(--api-key-file) the plan wrote, empty when none.
+      type: str
+    preflight_swaps:
+      description: Argv positions whose value exists only under the service (index, what), given stand-ins by
+        the preflight.
+      type: list
+      elements: list
+  sample: {host: 127.0.0.1, port: "8080", listen: [127.0.0.1], loopback_only: true,
+           health_url: "http://127.0.0.1:8080/health", health_unix_socket: "", slot_dir: "", slot_persist: false,
+           api_key_file: "", preflight_swaps: []}
+preflight:
+  description: What the engine's own parser said of the planned command line (O(preflight)); null when it did
+    not run (an external preset, O(host_facts), or O(preflight=false)).
+  returned: always
+  type: dict
+  contains:
+    passed:
+      description: The engine parsed every argument.
+      type: bool
+    runs:
+      description: Engine starts for it; 0 when a cached pass was used.
+      type: int
+    engine_says:
+      description: The engine's own error line(s) when it refused.
+      type: str
+    system_config:
+      description: C(hidden) when C(/etc/llama.cpp/config.ini) exists and was kept out, C(visible) when it
+        could not be, empty when there is none.
+      type: str
 port_conflict:
   description: Who else listens on the planned port, when O(check_port) found a conflict and did not fail.
   returned: always
@@ -282,7 +360,6 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_host imp
     ProbeOptions,
     check_port,
     probe_and_plan,
-    unknown_keys,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.systemd import (  # noqa: E402
     UnitValueError,
@@ -337,10 +414,6 @@ def read_preset(module: AnsibleModule) -> dict[str, str]:
 IMAGE_DEFAULT_BIN = "/app/llama-server"
 
 
-def _flag_value(argv: list[str], flag: str) -> str:
-    return argv[argv.index(flag) + 1] if flag in argv[:-1] else ""
-
-
 def notes_out(notes) -> list[dict]:
     return [n.as_dict() for n in notes]
 
@@ -368,6 +441,7 @@ def main() -> None:
             "container": {"type": "str", "default": ""},
             "docker_cli": {"type": "str", "default": "docker"},
             "docker_host": {"type": "str", "default": ""},
+            "preflight": {"type": "bool", "default": True},
             "host_facts": {"type": "dict"},
         },
         supports_check_mode=True,
@@ -382,12 +456,13 @@ def main() -> None:
     binary = params["bin"] or (IMAGE_DEFAULT_BIN if in_image else "")
 
     result = {"changed": False, "port_conflict": "", "engine_runs": 0}
+    preflight = None
     try:
         if params["host_facts"] is not None:
             facts = facts_from_dict(params["host_facts"])
             plan = planner.plan(preset, facts)
             probed = {"source": "host_facts"}
-            warnings = [f"preset key {k} is not a llamafleet/Loki key: ignored (typo?)" for k in unknown_keys(preset)]
+            warnings = []
         else:
             probe = probe_and_plan(
                 ProbeOptions(
@@ -408,9 +483,11 @@ def main() -> None:
                     engine_image=params["engine_image"],
                     container=params["container"],
                     docker=DockerAccess(cli=params["docker_cli"], host=params["docker_host"]),
+                    preflight=params["preflight"],
                 )
             )
             plan, probed, warnings = probe.plan, probe.probed, probe.warnings
+            preflight = probe.preflight
             result["engine_runs"] = probe.engine_runs
             if params["check_port"] and not plan.external:
                 result["port_conflict"] = check_port(plan, unit, own_container=probe.container.id)
@@ -438,9 +515,17 @@ def main() -> None:
         refusal=plan.refusal.as_dict() if plan.refusal else None,
         external=plan.external,
         api_key_via_env=plan.api_key_via_env,
-        slot_dir=_flag_value(plan.argv, "--slot-save-path"),
+        slot_dir=plan.decisions.slot_dir,
+        decisions=plan.decisions.as_dict(),
+        preflight=preflight.as_dict() if preflight else None,
         facts=probed,
     )
+    if preflight is not None and not preflight.passed:
+        module.fail_json(
+            msg="the engine refused the planned command line (its own parser, before anything on the host "
+            f"changed): {preflight.engine_says}",
+            **result,
+        )
     if result["port_conflict"]:
         module.fail_json(msg=result["port_conflict"], **result)
     if plan.refusal and params["fail_on_refusal"]:

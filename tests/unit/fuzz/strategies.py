@@ -323,6 +323,47 @@ KEY_VALUES: dict[str, st.SearchStrategy[str]] = {
 }
 PRESET_KEYS = tuple(KEY_VALUES)
 
+# Only values the typed reading accepts (docs/planner.md), for worlds meant to reach the rules: with every key
+# at random, nearly every world would be refused at its first bad value.
+_CLEAN_EXTRA_GROUPS = [
+    ["--jinja"], ["-fa", "on"], ["-fa", "auto"], ["-ot", "exps=CPU"], ["--mlock"], ["--no-mmap"],
+    ["--load-mode", "none"], ["-ngl", "28"], ["-c", "4096"], ["--cache-reuse", "256"], ["-np", "2"],
+    ["-ctk", "q8_0"], ["-ctv", "q4_0"], ["--context-shift"], ["--reasoning-budget", "0"], ["-ncmoe", "10"],
+    ["--cpu-moe"], ["-cram", "0"], ["--spec-type", "ngram-mod"], ["-sm", "row"], ["-kvu"], ["--no-kv-unified"],
+    ["-Cb", "0x3"], ["--poll-batch", "1"], ["-t", "4"], ["-tb", "2"], ["--temp", "0.7"], ["--alias", "a b"],
+    ["--host", "127.0.0.1"], ["--port", "8081"], ["--ctx-checkpoints", "8"], ["--no-context-shift"],
+]  # fmt: skip
+CLEAN_EXTRA_TEXT = st.lists(st.sampled_from(_CLEAN_EXTRA_GROUPS), max_size=4).map(
+    lambda groups: join_args([tok for group in groups for tok in group])
+)
+CLEAN_VALUES: dict[str, st.SearchStrategy[str]] = {
+    **KEY_VALUES,  # keys the spec reads with notes: anything goes
+    "MODEL": st.sampled_from(["model.gguf", MODEL]),
+    "BIN": st.sampled_from([BIN]),
+    "CTX": st.sampled_from(["32768", "4096", "0", "131072", "32k", "8K", "+512", "1000000000"]),
+    "BATCH": st.sampled_from(["2048", "4096", "512", "2k"]),
+    "UBATCH": st.sampled_from(["512", "2048", "256", "4096"]),
+    "HOST": st.sampled_from(["0.0.0.0", "127.0.0.1", "::1", "[::1]", "localhost", "::", "192.168.1.10"]),
+    "PORT": st.sampled_from(["8080", "8081", "65535", "1"]),
+    "PARALLEL": st.sampled_from(["", "1", "2", "4", "auto"]),
+    "NGL": st.sampled_from(["", "auto", "999", "all", "28", "0", "99", "ALL"]),
+    "KV_TYPE": st.sampled_from(["f16", "bf16", "f32", "q8_0", "q4_0", "Q8_0", ""]),
+    "KV_TYPE_K": st.sampled_from(["q8_0", "q5_1", "iq4_nl", ""]),
+    "KV_TYPE_V": st.sampled_from(["q8_0", "q4_1", "f16", ""]),
+    "MMPROJ": st.sampled_from(["", MMPROJ]),
+    "REASONING": st.sampled_from(["on", "off", "none", "false", "0", "no", "disabled", "auto", "yes", ""]),
+    "REASONING_BUDGET": st.sampled_from(["-1", "0", "1024", "8192"]),
+    "API_KEY": st.sampled_from(["", API_KEY_PREFIX + "clean"]),
+    "EXTRA_ARGS": CLEAN_EXTRA_TEXT,
+    "CUDA_VISIBLE_DEVICES": st.sampled_from(["0", "0,1", "1,0", "", "all", "GPU-8a7c"]),
+    "CACHE_ISOLATE": st.sampled_from(["off", "on", ""]),
+    "SLOT_PERSIST": st.sampled_from(_TRUTHY),
+    "SIDE_SLOT": st.sampled_from(_TRUTHY),
+    "LOAD_GUARD": st.sampled_from(["off", "0", "false", "non", "no", "on", ""]),
+    "EXTERNAL": st.sampled_from(["", "0"]),
+    "ENGINE": st.sampled_from(["", "llama.cpp", "llama-server", "vllm"]),
+}
+
 # ---------------------------------------------------------------- help texts (spec section 5.1)
 
 
@@ -617,18 +658,28 @@ TEMPLATES: list[tuple[dict[str, str], dict[str, object]]] = [
 
 @st.composite
 def worlds(draw, with_api_key: bool = False) -> tuple[dict[str, str], HostFacts]:
-    """(preset, facts): a template perturbed by random preset keys and random facts."""
+    """(preset, facts): a template perturbed by random preset keys and random facts.
+
+    Half the worlds are hostile (any value of any key, junk included), half clean (values the typed reading
+    accepts, EXTRA_ARGS made of flags the real engine knows), so that both the refusals and the rules behind
+    them are reached.
+    """
     base_preset, base_facts = draw(st.sampled_from(TEMPLATES))
     preset = dict(base_preset)
+    clean = draw(st.booleans())
+    table = CLEAN_VALUES if clean else KEY_VALUES
     for key in draw(st.lists(st.sampled_from(PRESET_KEYS), unique=True, max_size=len(PRESET_KEYS))):
-        preset[key] = draw(KEY_VALUES[key])
+        preset[key] = draw(table[key])
     if with_api_key:
         preset["API_KEY"] = draw(api_keys())
     # Rare: the documented PlanError cases; common: bin and model known.
     facts_kwargs: dict[str, object] = {"bin": BIN, "model": MODEL}
     facts_kwargs.update(base_facts)
-    for name in draw(st.lists(st.sampled_from(sorted(FACT_FIELDS)), unique=True, max_size=len(FACT_FIELDS))):
+    fields = sorted(f for f in FACT_FIELDS if not (clean and f == "help"))
+    for name in draw(st.lists(st.sampled_from(fields), unique=True, max_size=len(fields))):
         facts_kwargs[name] = draw(FACT_FIELDS[name])
+    if clean and not facts_kwargs.get("help"):
+        facts_kwargs["help"] = _REAL
     return preset, HostFacts(**facts_kwargs)
 
 

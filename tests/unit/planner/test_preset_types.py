@@ -39,11 +39,13 @@ VALID = {
     "PORT": [("1", "1"), ("8080", "8080"), ("65535", "65535"), ("08080", "8080"), ("+80", "80")],
     "HOST": [("0.0.0.0", "0.0.0.0"), ("127.0.0.1", "127.0.0.1"), ("::", "::"), ("::1", "::1"),
              ("[::1]", "::1"), ("fe80::0001", "fe80::1"), ("localhost", "localhost"), ("gpu-01.lan", "gpu-01.lan"),
-             ("127.0.0.1,::1", "127.0.0.1,::1"), ("/run/llama/main.sock", "/run/llama/main.sock"), ("0.0.0.0\n", "0.0.0.0")],
+             ("127.0.0.1,::1", "127.0.0.1,::1"), ("/run/llama/main.sock", "/run/llama/main.sock"),
+             ("0.0.0.0\n", "0.0.0.0")],
     "PARALLEL": [("1", "1"), ("4", "4"), ("auto", "-1"), ("AUTO", "-1"), ("-1", "-1")],
     "NGL": [("0", "0"), ("999", "999"), ("28", "28"), ("auto", "auto"), ("all", "all"), ("ALL", "all"),
             ("Auto", "auto")],
-    "KV_TYPE": [("f16", "f16"), ("q8_0", "q8_0"), ("Q8_0", "q8_0"), ("IQ4_NL", "iq4_nl"), ("bf16", "bf16"), ("f16 ", "f16")],
+    "KV_TYPE": [("f16", "f16"), ("q8_0", "q8_0"), ("Q8_0", "q8_0"), ("IQ4_NL", "iq4_nl"), ("bf16", "bf16"),
+                ("f16 ", "f16")],
     "KV_TYPE_K": [("q4_0", "q4_0"), ("F32", "f32")],
     "KV_TYPE_V": [("q5_1", "q5_1")],
     "REASONING": [("on", "on"), ("off", "off"), ("auto", "auto"), ("yes", "on"), ("TRUE", "on"), ("1", "on"),
@@ -136,11 +138,11 @@ def test_keys_the_spec_ignores_with_a_note_are_left_to_their_rule(key, written):
 
 
 @pytest.mark.parametrize("table", [CURRENT, OLD, UNKNOWN], ids=["current", "old", "unknown"])
-def test_empty_values_are_the_defaults(table):
-    keys = set(VALID) | set(LEFT_TO_RULES)
-    typed = read_preset(dict.fromkeys(keys, "  "), table)
+def test_blank_values_are_the_defaults(table):
+    typed = read_preset(dict.fromkeys(set(VALID) | set(LEFT_TO_RULES), "  "), table)
     assert typed.notes == []
-    assert typed.values == dict.fromkeys(keys, "  ")
+    # Typed keys: blanks are no value (the default applies); the spec's noted keys keep them for their rule.
+    assert typed.values == {**dict.fromkeys(VALID, ""), **dict.fromkeys(LEFT_TO_RULES, "  ")}
 
 
 # ----------------------------------------------------------------- what depends on the engine

@@ -17,6 +17,7 @@ import pytest
 from gguf import GGUFWriter
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils import probe_host
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.errors import PlanError
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_docker import DockerAccess
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_gpu import Gpu
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_host import (
@@ -26,7 +27,6 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_host imp
     probe_and_plan,
     resolve_bin,
     stable_ram_avail,
-    unknown_keys,
     user_env_from,
 )
 
@@ -54,13 +54,16 @@ def write_model(path: Path, arch: str = "llama", blocks: int = 4, hybrid: bool =
 
 
 def fake_engine(directory: Path, version: str = "version: 10450 (ece963f)") -> tuple[Path, Path]:
-    """An executable that answers --help with the real captured help and counts its runs."""
+    """An executable that answers --help with the real captured help and logs each run's arguments.
+
+    The preflight runs it as ``--help <planned arguments>``: it prints the help then too, as llama.cpp does.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     runs = directory / "runs.log"
     engine = directory / "llama-server"
     engine.write_text(
         "#!/bin/sh\n"
-        f'echo "$1" >> "{runs}"\n'
+        f'echo "$*" >> "{runs}"\n'
         'case "$1" in\n'
         f'  --help) cat "{REAL_HELP}" ;;\n'
         f'  --version) echo "{version}" ;;\n'
@@ -118,7 +121,11 @@ def test_probes_flow_into_the_facts_and_plan(host):
     assert facts.cpu is not None
     assert facts.cpu.n == 2
     assert facts.slot_dir == host["home"] + "/slots"
-    assert result.engine_runs == 1  # --help only: not hybrid, no SPEC=auto
+    assert result.engine_runs == 2  # --help (not hybrid, no SPEC=auto), then the preflight
+    assert result.preflight.passed is True
+    preflight_line = host["runs"].read_text().splitlines()[1]
+    assert preflight_line.startswith("--help -m " + facts.model)
+    assert "127.0.0.1" in preflight_line
     assert result.plan.argv[0] == str(host["engine"])
     assert result.plan.argv[result.plan.argv.index("-t") + 1] == "2"
     assert result.probed["gpu_source"] == "nvml"
@@ -129,13 +136,41 @@ def test_second_probe_reads_the_engine_from_the_cache(host):
     probe_and_plan(options(host))
     again = probe_and_plan(options(host))
     assert again.engine_runs == 0
-    assert host["runs"].read_text().splitlines() == ["--help"]
+    assert again.preflight.passed is True
+    assert again.preflight.runs == 0
+    runs = host["runs"].read_text().splitlines()
+    assert len(runs) == 2
+    assert runs[0] == "--help"
+    assert runs[1].startswith("--help -m ")
+
+
+def test_a_changed_plan_is_preflighted_again(host):
+    probe_and_plan(options(host))
+    changed = probe_and_plan(options(host, preset={"CTX": "4096"}))
+    assert changed.engine_runs == 1
+    assert " -c 4096 " in host["runs"].read_text().splitlines()[-1]
+
+
+def test_a_refusal_of_the_engine_is_returned_with_its_words_and_not_cached(host, tmp_path):
+    engine = tmp_path / "picky" / "llama-server"
+    engine.parent.mkdir()
+    engine.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$#" -eq 1 ]; then cat "{REAL_HELP}"; exit 0; fi\n'
+        'echo "error while handling argument \\"-c\\": stoi" >&2; echo; echo "usage:"; echo "-c N"; exit 1\n'
+    )
+    engine.chmod(0o755)
+    first = probe_and_plan(options(host, bin=str(engine)))
+    assert first.preflight.passed is False
+    assert first.preflight.engine_says == 'error while handling argument "-c": stoi'
+    second = probe_and_plan(options(host, bin=str(engine)))
+    assert second.preflight.runs == 1  # a refusal is asked again, never taken from the cache
 
 
 def test_check_mode_does_not_write_the_cache(host):
     first = probe_and_plan(options(host, write_cache=False))
     second = probe_and_plan(options(host, write_cache=False))
-    assert (first.engine_runs, second.engine_runs) == (1, 1)
+    assert (first.engine_runs, second.engine_runs) == (2, 2)
     assert not (Path(host["home"]) / ".cache").exists()
 
 
@@ -196,7 +231,9 @@ def test_engine_build_read_for_spec_auto_and_trusted_only_when_official(host):
     assert unofficial.facts.engine_build == 0
     official = probe_and_plan(options(host, preset={"SPEC": "auto"}, engine_official=True))
     assert official.facts.engine_build == 10450
-    assert sorted(host["runs"].read_text().splitlines()) == ["--help", "--version"]
+    runs = host["runs"].read_text().splitlines()
+    assert [r for r in runs if r in ("--help", "--version")] == ["--help", "--version"]
+    assert len(runs) == 3  # and one preflight: the second probe plans the same command line
 
 
 def test_hybrid_model_reads_the_version(host):
@@ -240,11 +277,19 @@ def test_operator_errors(host, preset, message):
         probe_and_plan(options(host, preset=preset))
 
 
-def test_missing_engine_plans_for_an_unknown_engine_with_a_warning(host):
+def test_missing_engine_plans_for_an_unknown_engine_and_fails_its_preflight(host):
     result = probe_and_plan(options(host, bin=str(Path(host["home"]) / "nope" / "llama-server")))
     assert result.facts.help == ""
     assert result.plan.argv[result.plan.argv.index("-ngl") + 1] == "999"
     assert any("--help gave nothing" in w for w in result.warnings)
+    assert result.preflight.passed is False
+    assert "cannot be started" in result.preflight.engine_says
+
+
+def test_preflight_can_be_switched_off(host):
+    result = probe_and_plan(options(host, preflight=False))
+    assert result.preflight is None
+    assert host["runs"].read_text().splitlines() == ["--help"]
 
 
 def test_external_preset_probes_nothing(host):
@@ -253,8 +298,15 @@ def test_external_preset_probes_nothing(host):
     assert not host["runs"].exists()
 
 
-def test_unknown_keys_are_reported():
-    assert unknown_keys({"NLG": "99", "CTX": "1", "TEMP": "0.7"}) == ["NLG"]
+def test_a_typo_of_a_key_fails_before_the_engine_runs(host):
+    with pytest.raises(PlanError, match="NLG is not a Loki key; did you mean NGL"):
+        probe_and_plan(options(host, preset={"NLG": "99", "TEMP": "0.7"}))
+
+
+def test_a_bad_gpu_selection_fails_before_the_engine_runs(host):
+    with pytest.raises(PlanError, match="CUDA_VISIBLE_DEVICES='0, 1' is not valid"):
+        probe_and_plan(options(host, preset={"CUDA_VISIBLE_DEVICES": "0, 1"}))
+    assert not host["runs"].exists()
 
 
 @pytest.mark.parametrize(
@@ -290,17 +342,26 @@ def test_env_readers():
 
 
 def fake_docker_for(engine: Path, directory: Path, container_pid: int) -> str:
-    """A docker CLI whose ``run ... IMAGE ARG`` runs the fake engine with ARG, and which knows one container."""
+    """A docker CLI whose ``run ... IMAGE ARGS`` runs the fake engine with ARGS, and which knows one container.
+
+    Each ``run`` logs its own options (before the image) to ``runs.log`` in ``directory``.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     cli = directory / "docker"
+    image = "sha256:" + "e" * 64
     cli.write_text(
         "#!/bin/sh\n"
         'case "$1 $2" in\n'
-        f'  "image inspect") echo "sha256:{"e" * 64}" ; exit 0 ;;\n'
+        f'  "image inspect") echo "{image}" ; exit 0 ;;\n'
         f'  "container inspect") echo "{"c" * 64} {container_pid}" ; exit 0 ;;\n'
         "esac\n"
-        'for last; do :; done\n'
-        f'[ "$1" = run ] && exec "{engine}" "$last"\n'
+        '[ "$1" = run ] || exit 2\n'
+        "options=\n"
+        'while [ "$#" -gt 0 ]; do\n'
+        '  word=$1; shift\n'
+        f'  if [ "$word" = "{image}" ]; then echo "$options" >> "{directory}/runs.log"; exec "{engine}" "$@"; fi\n'
+        '  options="$options $word"\n'
+        "done\n"
         "exit 2\n"
     )
     cli.chmod(0o755)
@@ -320,11 +381,19 @@ def test_compose_runtime_reads_the_image_and_counts_its_own_container(host, tmp_
     result = probe_and_plan(opts)
     assert result.facts.help == REAL_HELP.read_text()
     assert result.plan.argv[0] == "/app/llama-server"
-    assert result.engine_runs == 1
+    assert result.engine_runs == 2  # --help, then the preflight, both in the image
+    assert result.preflight.passed is True
     assert result.probed["engine_image_id"] == "sha256:" + "e" * 64
     assert result.probed["container_id"] == "c" * 64
     assert result.container.pid == 4242
     assert result.probed["own_service_mib"] == 3072
-    assert host["runs"].read_text().splitlines() == ["--help"]
+    runs = host["runs"].read_text().splitlines()
+    assert runs[0] == "--help"
+    assert runs[1].startswith("--help -m ")
+    # The preflight container sees no llama.cpp config.ini: the service's own empty mounts.
+    docker_runs = (tmp_path / "docker" / "runs.log").read_text().splitlines()
+    assert "--tmpfs /etc/llama.cpp:ro,size=4k" not in docker_runs[0]
+    assert "--tmpfs /etc/llama.cpp:ro,size=4k --tmpfs /tmp --env XDG_CONFIG_HOME=/tmp/llamafleet-no-config" in (
+        docker_runs[1])
     # The image's texts are cached by its ID: a second probe starts no container.
     assert probe_and_plan(opts).engine_runs == 0
