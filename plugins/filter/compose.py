@@ -18,8 +18,14 @@ def compose_service(plan, *, name, image, user, model_dirs=(), slot_dir="", key_
                     gpu_selection="", environment=None, start_period_s=60, stop_grace_s=30, nofile=0,
                     health_command=None, labels=None) -> dict:
     """The compose mapping (``services`` and ``secrets``) of one instance from its ``llama_server_plan`` result."""
-    if not isinstance(plan, Mapping) or not isinstance(plan.get("argv"), (list, tuple)):
-        raise AnsibleFilterError("compose_service: the input must be a llama_server_plan result (with argv)")
+    if (
+        not isinstance(plan, Mapping)
+        or not isinstance(plan.get("argv"), (list, tuple))
+        or not isinstance(plan.get("decisions"), Mapping)
+    ):
+        raise AnsibleFilterError(
+            "compose_service: the input must be a llama_server_plan result (with argv and decisions)"
+        )
     spec = ServiceSpec(
         name=str(name),
         image=str(image),
@@ -37,7 +43,9 @@ def compose_service(plan, *, name, image, user, model_dirs=(), slot_dir="", key_
         labels={str(k): str(v) for k, v in (labels or {}).items()},
     )
     try:
-        return compose_fragment([str(w) for w in plan["argv"]], dict(plan.get("env") or {}), spec)
+        return compose_fragment(
+            [str(w) for w in plan["argv"]], dict(plan.get("env") or {}), dict(plan["decisions"]), spec
+        )
     except ComposeError as err:
         raise AnsibleFilterError(f"compose_service: {err}") from err
 

@@ -10,21 +10,11 @@ from collections.abc import Mapping, Sequence
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.listen import (
-    DEFAULT_HOST,
-    health_target,
-    loopback_only,
-)
-
-# Flags whose value the summary reports; the last occurrence wins, as in the engine
-# (the user's EXTRA_ARGS come last in the planned argv).
+# Flags whose value the summary shows; the last occurrence wins, as in the engine (the user's EXTRA_ARGS come
+# last in the planned argv). Display only: where the engine listens is the plan's decision, read as it is.
 CTX_FLAGS = ("-c", "--ctx-size")
 NGL_FLAGS = ("-ngl", "--gpu-layers", "--n-gpu-layers")
 CACHE_RAM_FLAGS = ("-cram", "--cache-ram")
-HOST_FLAGS = ("--host",)
-PORT_FLAGS = ("--port",)
-# Loki's default (planner.DEFAULTS) when the argv has no --port; DEFAULT_HOST is listen.py's.
-DEFAULT_PORT = "8080"
 
 
 def merge_preset(base, *layers) -> dict:
@@ -99,14 +89,12 @@ def _last_value(argv: Sequence[str], flags: Sequence[str]) -> str:
 
 
 def plan_summary(plan: Mapping) -> dict:
-    """What the fleet report shows of one llama_server_plan result, plus where to check health."""
-    if not isinstance(plan, Mapping):
-        raise AnsibleFilterError("plan_summary: the input must be a llama_server_plan result")
+    """What the fleet report shows of one llama_server_plan result, plus where to check health (the plan's)."""
+    if not isinstance(plan, Mapping) or not isinstance(plan.get("decisions"), Mapping):
+        raise AnsibleFilterError("plan_summary: the input must be a llama_server_plan result (with decisions)")
     argv = [str(word) for word in plan.get("argv") or []]
     facts = plan.get("facts") or {}
-    host = _last_value(argv, HOST_FLAGS) or DEFAULT_HOST
-    port = _last_value(argv, PORT_FLAGS) or DEFAULT_PORT
-    target = health_target(host, port)
+    decisions = plan["decisions"]
     model = str(facts.get("model") or "")
     return {
         "model": posixpath.basename(model),
@@ -120,11 +108,11 @@ def plan_summary(plan: Mapping) -> dict:
         "ram_mib": int(facts.get("ram_mib") or 0),
         "ram_avail_mib": int(facts.get("ram_avail_mib") or 0),
         "notes_count": len(plan.get("notes") or []),
-        "host": host,
-        "port": port,
-        "loopback_only": loopback_only(host),
-        "health_url": target["url"],
-        "health_unix_socket": target["unix_socket"],
+        "host": str(decisions.get("host") or ""),
+        "port": str(decisions.get("port") or ""),
+        "loopback_only": bool(decisions.get("loopback_only")),
+        "health_url": str(decisions.get("health_url") or ""),
+        "health_unix_socket": str(decisions.get("health_unix_socket") or ""),
     }
 
 

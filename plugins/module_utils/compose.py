@@ -16,8 +16,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flags import arg_value
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.listen import DEFAULT_HOST, health_target
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.engine_inputs import (
+    CONTAINER_NO_CONFIG_MOUNTS,
+    NO_CONFIG_HOME,
+)
 
 # Where the key is mounted: compose puts a secret with a relative target in /run/secrets.
 SECRET_TARGET = "llama-api-key"
@@ -93,19 +95,20 @@ def gpu_reservation(gpus: bool, selection: str) -> list[dict]:
     return [{"driver": "nvidia", "device_ids": ids, "capabilities": ["gpu"]}]
 
 
-def health_url(argv: Sequence[str]) -> str:
-    """The URL of /health as seen from inside the container: with host networking, the host's own."""
-    host = arg_value(argv, "--host") or DEFAULT_HOST
-    port = arg_value(argv, "--port") or "8080"
-    target = health_target(host, port)
-    if target["unix_socket"]:
+def health_url(decisions: Mapping) -> str:
+    """The URL of /health as seen from inside the container: with host networking, the host's own.
+
+    ``decisions`` is the plan's (planner.Decisions.as_dict()): the address and port are the plan's.
+    """
+    if decisions.get("health_unix_socket"):
         raise ComposeError(
-            f"HOST={host} is a unix socket: the compose runtime serves on TCP only (host networking); "
-            "use an address such as 127.0.0.1"
+            f"HOST={decisions.get('host')} is a unix socket: the compose runtime serves on TCP only (host "
+            "networking); use an address such as 127.0.0.1"
         )
-    if not port.isdigit():
-        raise ComposeError(f"PORT={port!r} is not a port number")
-    return target["url"]
+    url = str(decisions.get("health_url") or "")
+    if not url:
+        raise ComposeError("the plan names no health URL (a plan from another version of the collection?)")
+    return url
 
 
 def _check(spec: ServiceSpec) -> None:
@@ -138,18 +141,27 @@ def service_environment(spec: ServiceSpec, plan_env: Mapping[str, str], reservat
     return env
 
 
-def compose_fragment(argv: Sequence[str], plan_env: Mapping[str, str], spec: ServiceSpec) -> dict:
-    """The compose file of one instance: ``services`` (one) and, with a key, ``secrets``."""
+def service_environment_no_config(env: Mapping[str, str]) -> dict[str, str]:
+    """The container's variables with XDG_CONFIG_HOME on an empty tmpfs: no ~/.config/llama.cpp/config.ini."""
+    return {**env, "XDG_CONFIG_HOME": NO_CONFIG_HOME}
+
+
+def compose_fragment(argv: Sequence[str], plan_env: Mapping[str, str], decisions: Mapping, spec: ServiceSpec) -> dict:
+    """The compose file of one instance: ``services`` (one) and, with a key, ``secrets``.
+
+    ``decisions`` are the plan's (planner.Decisions.as_dict()): where it listens, its slot directory, its key
+    file; nothing is read back from ``argv``, which becomes the command as it is.
+    """
     _check(spec)
     if len(argv) < 2:
         raise ComposeError(f"instance {spec.name}: the plan has no command line (an external preset?)")
     reservation = gpu_reservation(spec.gpus, spec.gpu_selection)
-    if spec.key_file and SECRET_PATH not in argv:
+    if spec.key_file and decisions.get("api_key_file") != SECRET_PATH:
         raise ComposeError(
             f"instance {spec.name}: the engine must read its key from {SECRET_PATH} (--api-key-file); an engine "
             "without --api-key-file would need the key in the container's environment, which docker inspect shows"
         )
-    env = service_environment(spec, plan_env, reservation)
+    env = service_environment_no_config(service_environment(spec, plan_env, reservation))
 
     volumes = [
         {"type": "bind", "source": d, "target": d, "read_only": True, "bind": {"create_host_path": False}}
@@ -167,13 +179,14 @@ def compose_fragment(argv: Sequence[str], plan_env: Mapping[str, str], spec: Ser
         "network_mode": "host",
         "restart": "unless-stopped",
         "read_only": True,
-        "tmpfs": ["/tmp"],
+        # Empty: no llama.cpp config.ini of the image (/etc/llama.cpp) or of the user (XDG_CONFIG_HOME in /tmp).
+        "tmpfs": list(CONTAINER_NO_CONFIG_MOUNTS),
         "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges:true"],
         "stop_signal": "SIGINT",
         "stop_grace_period": f"{int(spec.stop_grace_s)}s",
         "healthcheck": {
-            "test": ["CMD", *(escape(word) for word in spec.health_command), escape(health_url(argv))],
+            "test": ["CMD", *(escape(word) for word in spec.health_command), escape(health_url(decisions))],
             "interval": "10s",
             "timeout": "5s",
             "retries": 3,

@@ -20,6 +20,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.engine_inputs import (
+    CONTAINER_NO_CONFIG_MOUNTS,
+    NO_CONFIG_HOME,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_engine import (
     BASE_ENV,
     EngineLauncher,
@@ -62,12 +66,6 @@ def image_id(access: DockerAccess, image: str) -> str:
     return text if rc == 0 and _IMAGE_ID.match(text) else ""
 
 
-# What a container of the instance sees instead of any llama.cpp config.ini: the compose service mounts the
-# same (compose.py), and the preflight runs with them too.
-NO_CONFIG_HOME = "/tmp/llamafleet-no-config"
-NO_CONFIG_MOUNTS = ("/etc/llama.cpp:ro,size=4k", "/tmp")
-
-
 def image_launcher(
     access: DockerAccess, image: str, service_env: Mapping[str, str], gpus: bool = False, no_config: bool = False
 ) -> EngineLauncher:
@@ -86,7 +84,7 @@ def image_launcher(
     if gpus:
         prefix += ["--gpus", "all"]
     if no_config:
-        for mount in NO_CONFIG_MOUNTS:
+        for mount in CONTAINER_NO_CONFIG_MOUNTS:
             prefix += ["--tmpfs", mount]
         prefix += ["--env", f"XDG_CONFIG_HOME={NO_CONFIG_HOME}"]
     for name, value in engine_vars.items():

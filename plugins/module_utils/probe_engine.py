@@ -25,6 +25,11 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.engine_inputs import (
+    SYSTEM_CONFIG,
+    SYSTEM_CONFIG_DIR,
+    is_engine_variable,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.facts import SplitDev
 
 # ---------------------------------------------------------------------------
@@ -39,17 +44,11 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.facts import S
 # the engine runs with a fixed base plus only what the *service* environment
 # sets and the engine reads.
 BASE_ENV: Mapping[str, str] = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"}
-_PASSED_NAMES = frozenset({"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"})
-_PASSED_PREFIXES = ("GGML_", "LLAMA_ARG_")
 
 
 def engine_variables(service_env: Mapping[str, str]) -> dict[str, str]:
-    """The service variables that change what the engine does or reports: GPU selection, GGML_*, LLAMA_ARG_*."""
-    return {
-        name: str(value)
-        for name, value in sorted(service_env.items())
-        if name in _PASSED_NAMES or name.startswith(_PASSED_PREFIXES)
-    }
+    """The service variables that change what the engine does or reports: CUDA_*, GGML_*, LLAMA_ARG_*."""
+    return {name: str(value) for name, value in sorted(service_env.items()) if is_engine_variable(name)}
 
 
 def engine_env(bin_path: str, service_env: Mapping[str, str]) -> dict[str, str]:
@@ -433,10 +432,6 @@ def launcher_texts(
 # Preflight: the engine's own parser as the last gate (before the host changes)
 # ---------------------------------------------------------------------------
 
-# llama.cpp reads these before the environment and the command line, on every
-# run (b11434 and later). The service and the preflight never see them.
-SYSTEM_CONFIG = "/etc/llama.cpp/config.ini"
-SYSTEM_CONFIG_DIR = "/etc/llama.cpp"
 # With --help first, llama.cpp still hands every later argument to its own
 # handler, runs its post-parse checks, then prints the usage and exits 0
 # without loading anything; a bad argument exits 1 with the engine's words.

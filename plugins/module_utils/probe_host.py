@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils import capabilities, planner
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.engine_inputs import SYSTEM_CONFIG
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.facts import CpuBudget, GGUFInfo, HostFacts
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flags import arg_value, has_any_flag
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.gguf_meta import (
@@ -35,7 +36,6 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_docker i
     image_launcher,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_engine import (
-    SYSTEM_CONFIG,
     EngineLauncher,
     PreflightResult,
     binary_launcher,

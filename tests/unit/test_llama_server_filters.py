@@ -5,13 +5,12 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.llamafleet.llamacpp.plugins.filter.llama_server import (
     FilterModule,
-    health_target,
     instance_preset,
     instances_in_state,
-    loopback_only,
     merge_preset,
     plan_summary,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.listen import health_target, loopback_only
 
 
 def test_merge_preset_upper_cases_and_later_layers_win():
@@ -39,6 +38,9 @@ PLAN = {
     "notes": [{"id": "a", "text": "x"}, {"id": "b", "text": "y"}],
     "facts": {"model": "/srv/models/g.gguf", "model_bytes": 253112320, "gpus": [{"index": 0}, {"index": 1}],
               "vram_mib": 49152, "ram_mib": 24000, "ram_avail_mib": 20000},
+    # What llama_server_plan decided (planner.Decisions): read as it is, never re-derived from argv.
+    "decisions": {"host": "127.0.0.2", "port": "8090", "loopback_only": True,
+                  "health_url": "http://127.0.0.2:8090/health", "health_unix_socket": ""},
 }
 
 
@@ -56,25 +58,25 @@ def test_plan_summary():
         "ram_mib": 24000,
         "ram_avail_mib": 20000,
         "notes_count": 2,
-        "host": "127.0.0.1",
+        "host": "127.0.0.2",
         "port": "8090",
         "loopback_only": True,
-        "health_url": "http://127.0.0.1:8090/health",
+        "health_url": "http://127.0.0.2:8090/health",
         "health_unix_socket": "",
     }
 
 
 def test_plan_summary_defaults_and_equals_form():
-    summary = plan_summary({"argv": ["/e/llama-server", "--ctx-size=2048", "--n-gpu-layers", "99"], "facts": None})
+    summary = plan_summary({"argv": ["/e/llama-server", "--ctx-size=2048", "--n-gpu-layers", "99"], "facts": None,
+                            "decisions": {}})
     assert (summary["ctx"], summary["ngl"], summary["cache_ram"]) == ("2048", "99", "")
-    assert (summary["host"], summary["port"], summary["loopback_only"]) == ("0.0.0.0", "8080", False)
-    assert summary["health_url"] == "http://127.0.0.1:8080/health"
     assert (summary["model"], summary["gpus"], summary["notes_count"]) == ("", 0, 0)
 
 
-def test_plan_summary_refuses_non_mapping():
-    with pytest.raises(AnsibleFilterError):
-        plan_summary(["argv"])
+@pytest.mark.parametrize("plan", [["argv"], {"argv": ["/b"]}, {"argv": [], "decisions": []}])
+def test_plan_summary_refuses_what_is_not_a_plan_result(plan):
+    with pytest.raises(AnsibleFilterError, match="with decisions"):
+        plan_summary(plan)
 
 
 @pytest.mark.parametrize(

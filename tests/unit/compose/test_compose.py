@@ -1,9 +1,11 @@
 """compose.py: one planned instance as a compose service (table-driven)."""
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils import planner
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.compose import (
     SECRET_PATH,
     ComposeError,
@@ -15,8 +17,20 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.compose import
     service_environment,
 )
 
-ARGV = ["/app/llama-server", "-m", "/srv/models/m.gguf", "--host", "127.0.0.1", "--port", "8081", "-c", "4096"]
-KEYED_ARGV = [*ARGV, "--api-key-file", SECRET_PATH]
+REAL_HELP = (Path(__file__).resolve().parents[1] / "probes" / "fixtures" / "engine"
+             / "llama-server-11434.0.0-cpu.help.txt").read_text()
+
+
+def planned(preset: dict, **facts) -> planner.Plan:
+    """A real plan for the image's engine (the 11434 help captured from it)."""
+    base = {"bin": "/app/llama-server", "model": "/srv/models/m.gguf", "help": REAL_HELP}
+    return planner.plan(preset, planner.HostFacts(**{**base, **facts}))
+
+
+PLAN = planned({"HOST": "127.0.0.1", "PORT": "8081", "CTX": "4096"})
+ARGV, DECISIONS = PLAN.argv, PLAN.decisions.as_dict()
+KEYED_PLAN = planned({"HOST": "127.0.0.1", "PORT": "8081", "CTX": "4096"}, api_key_file=SECRET_PATH)
+KEYED_ARGV, KEYED_DECISIONS = KEYED_PLAN.argv, KEYED_PLAN.decisions.as_dict()
 SPEC = ServiceSpec(name="chat", image="llamafleet/llama-server:cpu", user="995:995", model_dirs=("/srv/models",))
 
 
@@ -94,28 +108,28 @@ def test_plan_environment_wins_over_the_users():
     ],
 )
 def test_health_url(host, port, url):
-    assert health_url(["/app/llama-server", "--host", host, "--port", port]) == url
+    assert health_url(planned({"HOST": host, "PORT": port}).decisions.as_dict()) == url
 
 
-def test_health_url_takes_the_last_value_like_the_engine():
-    argv = ["/b", "--host", "0.0.0.0", "--port", "1", "--port", "2"]
-    assert health_url(argv) == "http://127.0.0.1:2/health"
+def test_health_url_is_the_plans_even_when_extra_args_set_the_port():
+    decisions = planned({"HOST": "0.0.0.0", "PORT": "1", "EXTRA_ARGS": "--port 2"}).decisions.as_dict()
+    assert health_url(decisions) == "http://127.0.0.1:2/health"
 
 
 def test_health_url_defaults_are_lokis():
-    assert health_url(["/b"]) == "http://127.0.0.1:8080/health"
+    assert health_url(planned({}).decisions.as_dict()) == "http://127.0.0.1:8080/health"
 
 
 @pytest.mark.parametrize(
-    ("argv", "message"),
+    ("decisions", "message"),
     [
-        (["/b", "--host", "/run/llama/x.sock"], "unix socket"),
-        (["/b", "--port", "80a"], "PORT"),
+        (planned({"HOST": "/run/llama/x.sock"}).decisions.as_dict(), "unix socket"),
+        ({}, "no health URL"),
     ],
 )
-def test_health_url_refuses(argv, message):
+def test_health_url_refuses(decisions, message):
     with pytest.raises(ComposeError, match=message):
-        health_url(argv)
+        health_url(decisions)
 
 
 # ---------------------------------------------------------------------------
@@ -123,7 +137,7 @@ def test_health_url_refuses(argv, message):
 # ---------------------------------------------------------------------------
 
 def test_service_runs_the_plan_without_the_binary():
-    service = compose_fragment(ARGV, {}, SPEC)["services"]["chat"]
+    service = compose_fragment(ARGV, {}, DECISIONS, SPEC)["services"]["chat"]
     assert service["command"] == ARGV[1:]
     assert service["image"] == "llamafleet/llama-server:cpu"
     assert service["container_name"] == "llama-server-chat"
@@ -133,17 +147,25 @@ def test_service_runs_the_plan_without_the_binary():
 
 
 def test_service_is_hardened():
-    service = compose_fragment(ARGV, {}, SPEC)["services"]["chat"]
+    service = compose_fragment(ARGV, {}, DECISIONS, SPEC)["services"]["chat"]
     assert service["read_only"] is True
     assert service["cap_drop"] == ["ALL"]
     assert service["security_opt"] == ["no-new-privileges:true"]
-    assert service["tmpfs"] == ["/tmp"]
     assert service["stop_signal"] == "SIGINT"
+
+
+def test_no_llama_cpp_config_ini_reaches_the_container():
+    service = compose_fragment(ARGV, {"LLAMA_ARG_X": "1"}, DECISIONS, SPEC)["services"]["chat"]
+    # An empty /etc/llama.cpp over the image's, and XDG_CONFIG_HOME on the empty tmpfs /tmp.
+    assert service["tmpfs"] == ["/etc/llama.cpp:ro,size=4k", "/tmp"]
+    assert service["environment"]["XDG_CONFIG_HOME"] == "/tmp/llamafleet-no-config"
+    user_set = compose_fragment(ARGV, {}, DECISIONS, dataclasses.replace(SPEC, environment={"XDG_CONFIG_HOME": "/h"}))
+    assert user_set["services"]["chat"]["environment"]["XDG_CONFIG_HOME"] == "/tmp/llamafleet-no-config"
 
 
 def test_models_read_only_at_the_same_path_and_slots_writable():
     spec = dataclasses.replace(SPEC, model_dirs=("/srv/models", "/data/gguf", "/srv/models"), slot_dir="/var/s")
-    volumes = compose_fragment(ARGV, {}, spec)["services"]["chat"]["volumes"]
+    volumes = compose_fragment(ARGV, {}, DECISIONS, spec)["services"]["chat"]["volumes"]
     assert [(v["source"], v["target"], v.get("read_only", False)) for v in volumes] == [
         ("/srv/models", "/srv/models", True),
         ("/data/gguf", "/data/gguf", True),
@@ -154,7 +176,7 @@ def test_models_read_only_at_the_same_path_and_slots_writable():
 
 def test_healthcheck_on_the_real_port_with_the_start_period():
     spec = dataclasses.replace(SPEC, start_period_s=95)
-    check = compose_fragment(ARGV, {}, spec)["services"]["chat"]["healthcheck"]
+    check = compose_fragment(ARGV, {}, DECISIONS, spec)["services"]["chat"]["healthcheck"]
     assert check["test"][0] == "CMD"
     assert check["test"][-1] == "http://127.0.0.1:8081/health"
     assert check["start_period"] == "95s"
@@ -166,7 +188,7 @@ def test_healthcheck_on_the_real_port_with_the_start_period():
 )
 def test_service_gpu_reservation(gpus, selection, key):
     spec = dataclasses.replace(SPEC, gpus=gpus, gpu_selection=selection)
-    service = compose_fragment(ARGV, {"CUDA_VISIBLE_DEVICES": selection} if selection else {}, spec)
+    service = compose_fragment(ARGV, {"CUDA_VISIBLE_DEVICES": selection} if selection else {}, DECISIONS, spec)
     service = service["services"]["chat"]
     if key is None:
         assert "deploy" not in service
@@ -180,7 +202,7 @@ def test_service_gpu_reservation(gpus, selection, key):
 
 def test_key_is_a_secret_file_never_a_value():
     spec = dataclasses.replace(SPEC, key_file="/etc/llamafleet/credentials/chat.key")
-    fragment = compose_fragment(KEYED_ARGV, {}, spec)
+    fragment = compose_fragment(KEYED_ARGV, {}, KEYED_DECISIONS, spec)
     assert fragment["secrets"] == {"llama-server-chat-api-key": {"file": "/etc/llamafleet/credentials/chat.key"}}
     assert fragment["services"]["chat"]["secrets"] == [
         {"source": "llama-server-chat-api-key", "target": "llama-api-key"}
@@ -189,7 +211,7 @@ def test_key_is_a_secret_file_never_a_value():
 
 
 def test_no_key_no_secret():
-    fragment = compose_fragment(ARGV, {}, SPEC)
+    fragment = compose_fragment(ARGV, {}, DECISIONS, SPEC)
     assert "secrets" not in fragment
     assert "secrets" not in fragment["services"]["chat"]
 
@@ -197,7 +219,7 @@ def test_no_key_no_secret():
 def test_a_key_the_engine_cannot_read_from_the_secret_is_refused():
     spec = dataclasses.replace(SPEC, key_file="/etc/llamafleet/credentials/chat.key")
     with pytest.raises(ComposeError, match="--api-key-file"):
-        compose_fragment(ARGV, {}, spec)
+        compose_fragment(ARGV, {}, DECISIONS, spec)
 
 
 @pytest.mark.parametrize(
@@ -211,9 +233,9 @@ def test_escape(text, escaped):
 def test_every_dollar_reaches_the_engine_literally():
     argv = [*ARGV, "--chat-template", "{{ $x }}", "--alias", "$USER"]
     spec = dataclasses.replace(SPEC, environment={"NOTE": "costs $5"}, image="reg/$img:1")
-    service = compose_fragment(argv, {}, spec)["services"]["chat"]
+    service = compose_fragment(argv, {}, DECISIONS, spec)["services"]["chat"]
     assert service["command"][-3:] == ["{{ $$x }}", "--alias", "$$USER"]
-    assert service["environment"] == {"NOTE": "costs $$5"}
+    assert service["environment"] == {"NOTE": "costs $$5", "XDG_CONFIG_HOME": "/tmp/llamafleet-no-config"}
     assert service["image"] == "reg/$$img:1"
 
 
@@ -235,10 +257,10 @@ def test_every_dollar_reaches_the_engine_literally():
 )
 def test_refusals_name_the_setting(change, argv, message):
     with pytest.raises(ComposeError, match=message):
-        compose_fragment(argv, {}, dataclasses.replace(SPEC, **change))
+        compose_fragment(argv, {}, DECISIONS, dataclasses.replace(SPEC, **change))
 
 
 @pytest.mark.parametrize(("nofile", "ulimits"), [(0, None), (65536, {"nofile": {"soft": 65536, "hard": 65536}})])
 def test_open_files_limit_only_when_asked(nofile, ulimits):
-    service = compose_fragment(ARGV, {}, dataclasses.replace(SPEC, nofile=nofile))["services"]["chat"]
+    service = compose_fragment(ARGV, {}, DECISIONS, dataclasses.replace(SPEC, nofile=nofile))["services"]["chat"]
     assert service.get("ulimits") == ulimits

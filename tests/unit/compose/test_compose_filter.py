@@ -10,7 +10,13 @@ from ansible_collections.llamafleet.llamacpp.plugins.filter.compose import Filte
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.compose import DEFAULT_HEALTH_COMMAND, SECRET_PATH
 
 ROLE = pathlib.Path(__file__).resolve().parents[3] / "roles" / "llama_server"
-PLAN = {"argv": ["/app/llama-server", "-m", "/m/x.gguf", "--host", "127.0.0.1", "--port", "8090"], "env": {}}
+# The parts of a llama_server_plan result the filter reads.
+PLAN = {
+    "argv": ["/app/llama-server", "-m", "/m/x.gguf", "--host", "127.0.0.1", "--port", "8090"],
+    "env": {},
+    "decisions": {"host": "127.0.0.1", "port": "8090", "health_url": "http://127.0.0.1:8090/health",
+                  "health_unix_socket": "", "api_key_file": "", "slot_dir": ""},
+}
 
 
 def test_registered():
@@ -21,11 +27,12 @@ def test_filter_builds_the_service_with_defaults():
     fragment = compose_service(PLAN, name="a", image="img:1", user="1:2", model_dirs=["/m"], environment={"X": None})
     service = fragment["services"]["a"]
     assert service["command"] == PLAN["argv"][1:]
-    assert service["environment"] == {"X": ""}
+    assert service["environment"] == {"X": "", "XDG_CONFIG_HOME": "/tmp/llamafleet-no-config"}
     assert service["healthcheck"]["test"] == ["CMD", *DEFAULT_HEALTH_COMMAND, "http://127.0.0.1:8090/health"]
 
 
-@pytest.mark.parametrize("plan", [None, [], {"env": {}}, {"argv": "llama-server -m x"}])
+@pytest.mark.parametrize("plan", [None, [], {"env": {}}, {"argv": "llama-server -m x"},
+                                  {"argv": ["/b", "-m", "x"]}, {"argv": ["/b"], "decisions": []}])
 def test_filter_refuses_what_is_not_a_plan(plan):
     with pytest.raises(AnsibleFilterError, match="llama_server_plan result"):
         compose_service(plan, name="a", image="i", user="1:1")

@@ -22,7 +22,8 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.facts import C
 from .helptexts import NEW_ENGINE, OLD_ENGINE
 
 PURE_MODULES = [
-    "cache", "capabilities", "checkpoints", "compose", "cuda_knobs", "errors", "extra_args", "facts", "fidelity", "fit",
+    "cache", "capabilities", "checkpoints", "compose", "cuda_knobs", "engine_inputs", "errors", "extra_args", "facts",
+    "fidelity", "fit",
     "flag_table", "flags",
     "flash_attn", "listen", "load_guard", "load_mode", "moe", "notes", "persist", "placement", "planner", "preset",
     "preset_types", "queues", "reasoning", "side_slot", "spec", "split", "state", "switches", "systemd", "threads",

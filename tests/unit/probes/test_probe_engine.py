@@ -85,7 +85,12 @@ def runs_logged(log: Path) -> list[str]:
             {"HOME": "/root", "PYTHONPATH": "/x", "LD_PRELOAD": "/evil.so", "PATH": "/venv/bin", "LANG": "fr_FR.UTF-8"},
             {"LD_LIBRARY_PATH": "/opt/llama/bin"},
         ),
-        ({"CUDA_VISIBLE_DEVICES_EXTRA": "x", "LLAMA_CACHE": "/c"}, {"LD_LIBRARY_PATH": "/opt/llama/bin"}),
+        # Every CUDA_* variable is the CUDA runtime's (CUDA_MODULE_LOADING, ...); LLAMA_CACHE is not the engine's
+        # argument parser's, nor is the key (a secret never passed by a probe).
+        (
+            {"CUDA_MODULE_LOADING": "LAZY", "LLAMA_CACHE": "/c", "LLAMA_API_KEY": "k"},
+            {"CUDA_MODULE_LOADING": "LAZY", "LD_LIBRARY_PATH": "/opt/llama/bin"},
+        ),
     ],
 )
 def test_engine_env(service_env, expected_extra):
