@@ -27,11 +27,12 @@ from __future__ import annotations
 import difflib
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.errors import PlanError
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.notes import Note
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.typos import nearest
 
 # Where llama.cpp starts the description of every option.
 _DESCRIPTION_COLUMN = 40
@@ -112,6 +113,12 @@ class FlagSpec:
     def integer(self) -> bool:
         return self.numeric and any(n in INTEGER_FLAGS for n in self.names)
 
+    @property
+    def boolean(self) -> bool:
+        """A switch with its negation (``--jinja, --no-jinja``): llama.cpp reads its variable as on/off only."""
+        longs = {n for n in self.names if n.startswith("--")}
+        return self.values == 0 and any(n.startswith("--no-") and "--" + n[5:] in longs for n in longs)
+
 
 @dataclass(frozen=True)
 class FlagTable:
@@ -132,6 +139,13 @@ class FlagTable:
     def closest(self, word: str, count: int = 3) -> list[str]:
         """The known spellings nearest to ``word``, best first (for "did you mean")."""
         return difflib.get_close_matches(word.replace("_", "-"), list(self.by_name), n=count, cutoff=0.6)
+
+    def by_env(self, name: str) -> FlagSpec | None:
+        """The flag whose ``(env: NAME)`` this is."""
+        for spec in self.specs:
+            if spec.env == name:
+                return spec
+        return None
 
     def accepts(self, flag: str, value: str) -> bool:
         """Whether the listed choices of ``flag`` admit ``value`` (True when it lists none, or is unknown)."""
@@ -323,6 +337,51 @@ def check_extra_args(tokens: Sequence[str], table: FlagTable) -> list[Note]:
                 raise ExtraArgsError(f"EXTRA_ARGS: {word} {values[0]}: {problem}", word)
         index += 1 + spec.values
     return []
+
+
+ENV_PREFIX = "LLAMA_ARG_"
+_NEGATED_ENV_PREFIX = "LLAMA_ARG_NO_"
+
+
+def check_engine_environment(arg_env: Mapping[str, str], table: FlagTable) -> list[Note]:
+    """The LLAMA_ARG_* variables of the service, read as the engine will (it applies them before argv).
+
+    A value the engine's handler would refuse or misread is a PlanError naming the variable (llama.cpp
+    exits on ``LLAMA_ARG_THREADS=x``: "error while handling environment variable"). A variable this engine
+    does not read is ignored by it: refused when it is one edit or so from one it reads (a typo), else noted.
+    """
+    if not table:
+        return []
+    notes: list[Note] = []
+    suffixes = [spec.env[len(ENV_PREFIX):] for spec in table.specs if spec.env.startswith(ENV_PREFIX)]
+    for name in sorted(arg_env):
+        if not name.startswith(ENV_PREFIX):
+            continue
+        value = str(arg_env[name])
+        spec = table.by_env(name)
+        if spec is None and name.startswith(_NEGATED_ENV_PREFIX):
+            positive = table.by_env(ENV_PREFIX + name[len(_NEGATED_ENV_PREFIX):])
+            if positive is not None and positive.boolean:
+                continue  # llama.cpp's compatibility spelling: present means off, whatever its value
+        if spec is None:
+            near = nearest(name[len(ENV_PREFIX):], suffixes)
+            if near:
+                spelled = " or ".join(ENV_PREFIX + n for n in near)
+                raise PlanError(
+                    f"{name}: this engine reads no such variable; did you mean {spelled}?", key=name, value=value
+                )
+            notes.append(Note("env.unknown", f"{name}: this engine does not read it (ignored by llama-server)",
+                              code=name))
+            continue
+        if spec.boolean and value not in TRUTHY + FALSEY:
+            raise PlanError(
+                f"{name}={value!r} (environment) is not valid; accepted: {', '.join(TRUTHY + FALSEY)}",
+                key=name, value=value,
+            )
+        problem = _choice_problem(spec, value) if spec.values == 1 else ""
+        if problem:
+            raise PlanError(f"{name}={value!r} (environment, {spec.long_name}): {problem}", key=name, value=value)
+    return notes
 
 
 def _unknown_message(word: str, table: FlagTable) -> str:

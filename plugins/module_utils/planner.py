@@ -37,7 +37,11 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.facts import (
     HostFacts,
     SplitDev,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flag_table import check_extra_args, read_flag_table
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flag_table import (
+    check_engine_environment,
+    check_extra_args,
+    read_flag_table,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flags import arg_value, has_any_flag
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.listen import (
     health_target,
@@ -219,6 +223,7 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
         )
     extra, extra_notes = normalize_extra(raw_extra, help_text)
     check_extra_args(extra, table)
+    notes.extend(check_engine_environment(facts.arg_env, table))
     notes.extend(extra_notes)
 
     env: dict[str, str] = {}

@@ -29,6 +29,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.errors import 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flag_table import FlagTable
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flags import C_INT_MAX
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.notes import Note
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.typos import nearest
 
 # The keys of spec section 3, plus those Loki presets carry for other uses (never read at launch).
 PLANNED_KEYS = (
@@ -278,33 +279,17 @@ def check_api_key(value: str) -> None:
         raise PlanError(f"API_KEY is not valid: {problem}; the key is not shown", key="API_KEY", value=HIDDEN)
 
 
-def _typo_distance(a: str, b: str) -> int:
-    """Edits between two keys (insert, delete, replace, swap two neighbours): NLG is one from NGL."""
-    previous2: list[int] = []
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        current = [i]
-        for j, cb in enumerate(b, 1):
-            cost = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb))
-            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
-                cost = min(cost, previous2[j - 2] + 1)
-            current.append(cost)
-        previous2, previous = previous, current
-    return previous[-1]
-
-
 def unknown_key_problem(key: str) -> str:
     """A did-you-mean for a key that is no Loki key but close to one ("" when nothing is close).
 
-    Close: one edit from a known key (two for keys of five letters or more), or what difflib calls alike.
+    Close: typos.nearest, or what difflib calls alike (at TYPO_CUTOFF).
     """
     if key.upper() in KNOWN_KEYS:
         return f"keys are upper case: {key.upper()}"
     name = key.upper()
-    allowed = 1 if len(name) <= 4 else 2
-    near = sorted((_typo_distance(name, known), known) for known in KNOWN_KEYS)
-    if near and near[0][0] <= allowed:
-        return near[0][1]
+    near = nearest(name, KNOWN_KEYS)
+    if near:
+        return " or ".join(near)
     alike = difflib.get_close_matches(name, sorted(KNOWN_KEYS), n=1, cutoff=TYPO_CUTOFF)
     return alike[0] if alike else ""
 

@@ -14,7 +14,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils import capabilities, planner
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.engine_inputs import SYSTEM_CONFIG
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.engine_inputs import (
+    KEY_VARIABLE,
+    SYSTEM_CONFIG,
+    names_to_unset,
+    parse_show_environment,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.facts import CpuBudget, GGUFInfo, HostFacts
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flags import arg_value, has_any_flag
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.gguf_meta import (
@@ -43,6 +48,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_engine i
     launcher_devices,
     launcher_texts,
     parse_engine_build,
+    run_command,
     run_preflight,
     trusted_build,
 )
@@ -111,6 +117,8 @@ class ProbeOptions:
     docker: DockerAccess = field(default_factory=DockerAccess)
     # Run the planned command line through the engine's own parser (probe_engine.run_preflight).
     preflight: bool = True
+    # Asked for the variables the systemd manager passes to every unit (systemd runtime only).
+    systemctl: str = "systemctl"
 
 
 @dataclass
@@ -123,6 +131,8 @@ class ProbeResult:
     port_conflict: str = ""
     container: ContainerState = field(default_factory=ContainerState)
     preflight: PreflightResult | None = None  # None: not run (external preset, or switched off)
+    # Engine variables the systemd manager would hand the unit and the plan did not set: the unit unsets them.
+    unset_environment: list[str] = field(default_factory=list)
 
 
 def arg_env_from(service_env: Mapping[str, str]) -> dict[str, str]:
@@ -323,6 +333,11 @@ def probe_and_plan(options: ProbeOptions) -> ProbeResult:
         "draft_err": draft_err,
         "draft_is_model": draft_is_model,
     }
+    unset: list[str] = []
+    if options.unit and not options.engine_image:
+        kept = [*service_env, *result_plan.env, *([KEY_VARIABLE] if result_plan.api_key_via_env else [])]
+        unset = names_to_unset(manager_environment(options.systemctl), kept)
+        probed["manager_engine_variables"] = unset
     preflight = None
     if options.preflight:
         preflight = _preflight(options, binary, service_env, result_plan, cache_dir)
@@ -336,8 +351,18 @@ def probe_and_plan(options: ProbeOptions) -> ProbeResult:
     return ProbeResult(
         facts=facts, plan=result_plan, probed=probed, warnings=warnings,
         engine_runs=texts.runs + (preflight.runs if preflight else 0), container=own_container,
-        preflight=preflight,
+        preflight=preflight, unset_environment=unset,
     )
+
+
+MANAGER_TIMEOUT_S = 5.0
+
+
+def manager_environment(systemctl: str) -> dict[str, str]:
+    """What the systemd manager passes to every unit (``systemctl show-environment``); {} when it cannot say."""
+    rc, out = run_command([systemctl, "show-environment"], (), {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
+                          MANAGER_TIMEOUT_S)
+    return parse_show_environment(out) if rc == 0 else {}
 
 
 def _preflight(

@@ -308,6 +308,15 @@ decisions:
   sample: {host: 127.0.0.1, port: "8080", listen: [127.0.0.1], loopback_only: true,
            health_url: "http://127.0.0.1:8080/health", health_unix_socket: "", slot_dir: "", slot_persist: false,
            api_key_file: "", preflight_swaps: []}
+unset_environment:
+  description:
+    - Engine variables (C(LLAMA_ARG_*), C(GGML_*), C(CUDA_*), C(LLAMA_API_KEY)) that the systemd manager passes to
+      every unit (C(systemctl show-environment)) and that the plan does not set. The unit must unset them
+      (C(UnsetEnvironment=)): the engine gets its variables from the plan only. Empty without O(unit) or with
+      O(engine_image).
+  returned: always
+  type: list
+  elements: str
 preflight:
   description: What the engine's own parser said of the planned command line (O(preflight)); null when it did
     not run (an external preset, O(host_facts), or O(preflight=false)).
@@ -455,7 +464,7 @@ def main() -> None:
     )
     binary = params["bin"] or (IMAGE_DEFAULT_BIN if in_image else "")
 
-    result = {"changed": False, "port_conflict": "", "engine_runs": 0}
+    result = {"changed": False, "port_conflict": "", "engine_runs": 0, "unset_environment": []}
     preflight = None
     try:
         if params["host_facts"] is not None:
@@ -488,6 +497,7 @@ def main() -> None:
             )
             plan, probed, warnings = probe.plan, probe.probed, probe.warnings
             preflight = probe.preflight
+            result["unset_environment"] = probe.unset_environment
             result["engine_runs"] = probe.engine_runs
             if params["check_port"] and not plan.external:
                 result["port_conflict"] = check_port(plan, unit, own_container=probe.container.id)

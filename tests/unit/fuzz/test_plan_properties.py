@@ -601,7 +601,7 @@ def test_join_args_and_split_args_round_trip(tokens):
 # ---------------------------------------------------------------- 7. notes order (spec 1.5)
 
 NOTE_RANKS = [
-    ("engine.", 0), ("preset.", 0), ("load.dio", 1), ("load.rewritten", 1), ("extra.", 1),
+    ("engine.", 0), ("preset.", 0), ("env.", 0), ("load.dio", 1), ("load.rewritten", 1), ("extra.", 1),
     ("split.", 2), ("queues.", 3), ("graphopt.", 4), ("opoffload.", 5),
     ("threads.", 6), ("side.", 7), ("ngl.", 8), ("fit.", 9), ("reasoning.", 10), ("preserve.", 11),
     ("apikey.", 12), ("cache.", 13), ("persist.", 14), ("ckpt.", 15), ("step.", 15), ("spec.", 16),

@@ -227,3 +227,61 @@ def test_refused_extra_args(table: FlagTable, tokens, token, message):
     assert isinstance(caught.value, PlanError)
     assert message in str(caught.value)
     assert str(caught.value).startswith("EXTRA_ARGS: ")
+
+
+# ----------------------------------------------------------------- LLAMA_ARG_* of the service environment
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flag_table import (  # noqa: E402
+    check_engine_environment,
+)
+
+
+def test_boolean_switches_are_those_with_a_negation():
+    assert CURRENT.lookup("--jinja").boolean
+    assert CURRENT.lookup("--kv-offload").boolean
+    assert not CURRENT.lookup("--no-host").boolean  # a plain switch: llama.cpp acts on a truthy value only
+    assert not CURRENT.lookup("-c").boolean
+    assert CURRENT.by_env("LLAMA_ARG_CTX_SIZE") is CURRENT.lookup("-c")
+    assert CURRENT.by_env("LLAMA_ARG_NOPE") is None
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"LLAMA_ARG_CTX_SIZE": "4096", "LLAMA_ARG_N_GPU_LAYERS": "auto", "LLAMA_ARG_FLASH_ATTN": "on"},
+        {"LLAMA_ARG_JINJA": "false", "LLAMA_ARG_KV_OFFLOAD": "1"},
+        {"LLAMA_ARG_NO_KV_OFFLOAD": "anything"},  # present means off, whatever its value (llama.cpp)
+        {"LLAMA_ARG_NO_HOST": "maybe"},  # a plain switch: only a truthy value acts
+        {"LLAMA_ARG_CACHE_TYPE_K": "q8_0", "HOME": "/root", "GGML_X": "junk"},
+    ],
+)
+def test_environment_the_engine_reads_as_given(env):
+    assert check_engine_environment(env, CURRENT) == []
+
+
+@pytest.mark.parametrize(
+    ("env", "key", "message"),
+    [
+        ({"LLAMA_ARG_THREADS": "x"}, "LLAMA_ARG_THREADS", "'x' is not an integer"),
+        ({"LLAMA_ARG_CTX_SIZE": "4k"}, "LLAMA_ARG_CTX_SIZE", "'4k' is not an integer"),
+        ({"LLAMA_ARG_JINJA": "yes"}, "LLAMA_ARG_JINJA", "accepted: on, enabled, true, 1, off"),
+        ({"LLAMA_ARG_CACHE_TYPE_K": "q9"}, "LLAMA_ARG_CACHE_TYPE_K", "'q9' is not one of"),
+        ({"LLAMA_ARG_SPLIT_MODE": "diagonal"}, "LLAMA_ARG_SPLIT_MODE", "{none,layer,row,tensor}"),
+        ({"LLAMA_ARG_THREAD": "4"}, "LLAMA_ARG_THREAD", "did you mean LLAMA_ARG_THREADS?"),
+        ({"LLAMA_ARG_CTX": "8192"}, "LLAMA_ARG_CTX",
+         "did you mean LLAMA_ARG_CTX_CHECKPOINTS or LLAMA_ARG_CTX_SIZE?"),
+    ],
+)
+def test_environment_the_engine_would_refuse_or_misread(env, key, message):
+    with pytest.raises(PlanError) as caught:
+        check_engine_environment(env, CURRENT)
+    assert caught.value.key == key
+    assert message in str(caught.value)
+    assert str(caught.value).startswith(key)
+
+
+def test_a_variable_the_engine_does_not_read_is_noted():
+    notes = check_engine_environment({"LLAMA_ARG_MLOCK": "1", "LLAMA_ARG_SOMETHING_ELSE": "1"}, CURRENT)
+    assert [(n.id, n.code) for n in notes] == [("env.unknown", "LLAMA_ARG_MLOCK"),
+                                             ("env.unknown", "LLAMA_ARG_SOMETHING_ELSE")]
+    assert check_engine_environment({"LLAMA_ARG_THREADS": "x"}, read_flag_table("")) == []

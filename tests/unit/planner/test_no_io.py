@@ -27,6 +27,7 @@ PURE_MODULES = [
     "flag_table", "flags",
     "flash_attn", "listen", "load_guard", "load_mode", "moe", "notes", "persist", "placement", "planner", "preset",
     "preset_types", "queues", "reasoning", "side_slot", "spec", "split", "state", "switches", "systemd", "threads",
+    "typos",
 ]
 MODULE_DIR = pathlib.Path(planner.__file__).resolve().parent
 

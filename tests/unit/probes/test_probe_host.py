@@ -397,3 +397,28 @@ def test_compose_runtime_reads_the_image_and_counts_its_own_container(host, tmp_
         docker_runs[1])
     # The image's texts are cached by its ID: a second probe starts no container.
     assert probe_and_plan(opts).engine_runs == 0
+
+
+def fake_systemctl(directory: Path, environment: str) -> str:
+    directory.mkdir(parents=True, exist_ok=True)
+    cli = directory / "systemctl"
+    cli.write_text(f"#!/bin/sh\n[ \"$1\" = show-environment ] || exit 1\nprintf '%s' '{environment}'\n")
+    cli.chmod(0o755)
+    return str(cli)
+
+
+def test_manager_engine_variables_the_plan_does_not_set_are_unset(host, tmp_path):
+    manager = (
+        "LANG=C.UTF-8\nPATH=/usr/bin\nLLAMA_ARG_CTX_SIZE=8\nGGML_SCHED=1\nCUDA_VISIBLE_DEVICES=1\nLLAMA_API_KEY=k\n"
+    )
+    systemctl = fake_systemctl(tmp_path / "sd", manager)
+    result = probe_and_plan(options(host, systemctl=systemctl, preset={"CUDA_VISIBLE_DEVICES": "0"},
+                                    environment={"GGML_SCHED": "2"}))
+    # CUDA_VISIBLE_DEVICES is the plan's, GGML_SCHED the service environment's: only the others go.
+    assert result.unset_environment == ["LLAMA_API_KEY", "LLAMA_ARG_CTX_SIZE"]
+
+
+def test_no_manager_question_for_a_container(host, tmp_path):
+    systemctl = fake_systemctl(tmp_path / "sd", "LLAMA_ARG_CTX_SIZE=8\n")
+    result = probe_and_plan(options(host, systemctl=systemctl, unit=""))
+    assert result.unset_environment == []
