@@ -143,8 +143,12 @@ def _started(rc: int | None, text: str) -> bool:
 def _help_from(rc: int | None, text: str) -> str:
     # Spec 4.1: keep the text when the status is 0 or anything was printed
     # (some builds exit non-zero on --help) -- but a loader error or a crash is
-    # not a help text, and a timed-out text is truncated.
-    return text if _started(rc, text) else ""
+    # not a help text, a timed-out text is truncated, and a non-zero exit whose
+    # output does not list --help is an error message (a bad variable, a bad
+    # config.ini), whose flags would be planned against: a deliberate difference.
+    if not _started(rc, text):
+        return ""
+    return text if rc == 0 or "--help" in text else ""
 
 
 def read_help(bin_path: str, env: Mapping[str, str], timeout: float = HELP_TIMEOUT_S) -> str:
@@ -414,7 +418,7 @@ def launcher_texts(
         rc, out = run_command(launcher.prefix, ["--help"], launcher.env, HELP_TIMEOUT_S * launcher.timeout_scale)
         runs += 1
         help_text = _help_from(rc, out)
-        help_ok = bool(help_text) and (rc == 0 or "--help" in help_text)
+        help_ok = bool(help_text)
     if want_version and version is None:
         rc, out = run_command(
             launcher.prefix, ["--version"], launcher.env, VERSION_TIMEOUT_S * launcher.timeout_scale

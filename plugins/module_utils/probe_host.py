@@ -221,7 +221,10 @@ def probe_and_plan(options: ProbeOptions) -> ProbeResult:
         run_env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
     env = engine_env(binary, run_env)
     arg_env = arg_env_from(service_env)
-    launcher = _launcher(options, binary, env, run_env, gpus=False)
+    # --help is read without the service's LLAMA_ARG_*: llama.cpp applies them before printing its usage, so a
+    # bad one would make it print an error instead; the planner checks them against the help (flag_table).
+    help_env = {k: v for k, v in run_env.items() if not k.startswith("LLAMA_ARG_")}
+    launcher = _launcher(options, binary, engine_env(binary, help_env), help_env, gpus=False)
 
     gguf = _read_gguf(model, warnings, "model")
     model_bytes = shard_family_size(posixpath.dirname(model), posixpath.basename(model))

@@ -117,20 +117,33 @@ def test_second_run_executes_the_engine_zero_times(tmp_path, engine_bin, model_p
     first, first_result = run_playbook(tmp_path, plan_task("First plan", args))
     assert first.returncode == 0, first.stdout + first.stderr
     runs_after_first = counter.read_text().splitlines()
-    assert sorted(runs_after_first) == ["--help", "--version"]
-    assert first_result["engine_runs"] == 2
+    # --help and --version, then the preflight: the planned arguments after --help.
+    assert runs_after_first[:2] == ["--help", "--version"]
+    # The slot directory exists only once the service has started: a throwaway one stands in for it.
+    slot_dir = first_result["decisions"]["slot_dir"]
+    assert slot_dir
+    preflight_words = runs_after_first[2].split(" ")
+    planned_words = first_result["argv"][1:]
+    swapped = planned_words.index(slot_dir)
+    assert preflight_words[0] == "--help"
+    assert preflight_words[1:swapped + 1] + preflight_words[swapped + 2:] == planned_words[:swapped] + planned_words[
+        swapped + 1:]
+    assert "llamafleet-preflight-" in preflight_words[swapped + 1]
+    assert first_result["engine_runs"] == 3
+    assert first_result["preflight"] == {"passed": True, "runs": 1, "engine_says": "", "system_config": ""}
 
     second, second_result = run_playbook(tmp_path, plan_task("Second plan", args))
     assert second.returncode == 0, second.stdout + second.stderr
     assert counter.read_text().splitlines() == runs_after_first  # not executed again
     assert second_result["engine_runs"] == 0
+    assert second_result["preflight"]["runs"] == 0
     assert second_result["argv"] == first_result["argv"]
 
     # A new binary (same path, new identity) is asked again.
     os.utime(wrapper, ns=(1_000_000_000, 1_000_000_000))
     third, third_result = run_playbook(tmp_path, plan_task("After binary change", args))
     assert third.returncode == 0, third.stdout + third.stderr
-    assert third_result["engine_runs"] == 2
+    assert third_result["engine_runs"] == 3
 
 
 def test_api_key_never_in_arguments_results_or_output(tmp_path, engine_bin, model_path, start_server):
@@ -187,7 +200,7 @@ def test_check_mode_writes_no_cache(tmp_path, engine_bin, model_path):
 
 def test_host_facts_plan_without_probing(tmp_path):
     args = {
-        "preset": {"CTX": 8192, "SIDE_SLOT": True, "NLG": 99},
+        "preset": {"CTX": 8192, "SIDE_SLOT": True, "DESCRIPTION": "a note for people"},
         "host_facts": {
             "bin": "/opt/llama/bin/llama-server",
             "model": "/srv/models/m.gguf",
@@ -203,10 +216,17 @@ def test_host_facts_plan_without_probing(tmp_path):
     argv = result["argv"]
     assert argv[argv.index("-c") + 1] == "16384"
     assert argv[argv.index("--parallel") : argv.index("--parallel") + 3] == ["--parallel", "2", "--no-kv-unified"]
-    assert [n["id"] for n in result["notes"]] == ["side.accepted"]
+    assert [n["id"] for n in result["notes"]] == ["preset.unknown_key", "side.accepted"]
     assert result["facts"] == {"source": "host_facts"}
-    assert "preset key NLG is not a llamafleet/Loki key" in proc.stderr  # the typo, as an Ansible warning
+    assert result["preflight"] is None  # nothing to start: no engine was probed
     assert result["plan_warnings"] == []
+
+
+def test_a_typo_of_a_preset_key_fails_naming_the_key_it_resembles(tmp_path):
+    args = {"preset": {"NLG": 99}, "host_facts": {"bin": "/b", "model": "/m.gguf"}}
+    proc = run_playbook(tmp_path, plan_task("Typo", args))[0]
+    assert proc.returncode != 0
+    assert "preset key NLG is not a Loki key; did you mean NGL?" in proc.stdout
 
 
 def test_host_facts_with_an_unknown_field_fails(tmp_path):

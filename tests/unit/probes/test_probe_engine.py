@@ -176,8 +176,10 @@ def test_run_engine_sees_only_the_given_environment(tmp_path, monkeypatch):
     ("body", "expected"),
     [
         ('echo "usage: llama-server"\n', "usage: llama-server\n"),
-        # Some builds exit non-zero on --help: the text still counts.
-        ('echo "usage: llama-server" >&2; exit 1\n', "usage: llama-server\n"),
+        # Some builds exit non-zero on --help: a usage text still counts (it lists --help) ...
+        ('echo "-h, --help  print usage" >&2; exit 1\n', "-h, --help  print usage\n"),
+        # ... an error message does not (a bad variable or config.ini: llama.cpp prints the error instead).
+        ('echo "error while handling environment variable \\"LLAMA_ARG_THREADS\\": stoi" >&2; exit 1\n', ""),
         ("exit 0\n", ""),
         ("exit 1\n", ""),
         # The dynamic loader's message is not a help text.
@@ -189,7 +191,7 @@ def test_run_engine_sees_only_the_given_environment(tmp_path, monkeypatch):
         ('echo "partial"; kill -SEGV $$\n', ""),
         ('echo "partial"; sleep 30\n', ""),
     ],
-    ids=["ok", "nonzero_with_output", "silent_ok", "silent_fail", "loader", "crash", "hang"],
+    ids=["ok", "nonzero_usage", "nonzero_error", "silent_ok", "silent_fail", "loader", "crash", "hang"],
 )
 def test_read_help(tmp_path, body, expected):
     engine = write_engine(tmp_path, body)
@@ -497,13 +499,13 @@ exit 127
     assert engine_texts(engine, env, cache_dir, want_version=False).runs == 0
 
 
-def test_cache_does_not_store_odd_nonzero_output(tmp_path):
-    # Non-zero exit with text that is not a help listing (e.g. a CUDA init error): used, not cached.
+def test_odd_nonzero_output_is_no_help_and_is_not_cached(tmp_path):
+    # Non-zero exit with text that is not a help listing (e.g. a CUDA init error): unknown engine, asked again.
     cache_dir = str(tmp_path / "cache")
     engine = write_engine(tmp_path / "bin", 'echo "CUDA error: no kernel image is available" >&2; exit 1\n')
     env = engine_env(engine, {})
     texts = engine_texts(engine, env, cache_dir, want_version=False)
-    assert texts.help.startswith("CUDA error")
+    assert texts.help == ""
     assert engine_texts(engine, env, cache_dir, want_version=False).runs == 1
 
 
