@@ -46,6 +46,25 @@ def names_to_unset(manager_env: Mapping[str, str], kept: Iterable[str]) -> list[
     )
 
 
+def environment_problem(env: Mapping[str, str]) -> tuple[str, str]:
+    """(name, why) of the first variable of a service environment that cannot reach an engine as meant.
+
+    A name that is no variable name, a NUL anywhere (no process environment can hold one), or an engine
+    variable set to nothing: llama.cpp reads an empty LLAMA_ARG_X as the value "" (its handler then
+    refuses or misreads it), except the LLAMA_ARG_NO_X switches, whose presence alone means off.
+    ``("", "")`` when every variable is fine.
+    """
+    for name in sorted(env):
+        value = str(env[name])
+        if not name or not name.replace("_", "a").isalnum() or not name.isascii() or name[0].isdigit():
+            return name, "is not a variable name ([A-Za-z_][A-Za-z0-9_]*)"
+        if "\x00" in value:
+            return name, "holds a NUL character, which no process environment can carry"
+        if name.startswith("LLAMA_ARG_") and not name.startswith("LLAMA_ARG_NO_") and not value.strip():
+            return name, "is set to nothing: llama.cpp would read an empty value; remove it or give it one"
+    return "", ""
+
+
 def parse_show_environment(text: str) -> dict[str, str]:
     """``systemctl show-environment`` output: one ``NAME=value`` per line (values may be $'…' quoted)."""
     env: dict[str, str] = {}

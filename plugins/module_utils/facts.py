@@ -93,3 +93,6 @@ class HostFacts:
     spec_auto_blocked: str = ""
     split_devs: tuple[SplitDev, ...] = ()
     mmproj_bytes: int = 0
+    # The device names the engine lists (--list-devices), when it was asked: the names -dev, --device and the
+    # buffer types of -ot may use. None: not asked or no answer, so nothing is checked against it.
+    engine_devices: tuple[str, ...] | None = None

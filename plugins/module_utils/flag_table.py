@@ -281,6 +281,45 @@ def read_flag_table(help_text: str) -> FlagTable:
     return FlagTable(by_name=by_name, specs=tuple(specs))
 
 
+# Flags whose value names devices (a comma list, or "none") or buffer types (pattern=buffer,...), by their
+# first long spelling in either engine generation.
+DEVICE_LIST_FLAGS = frozenset({"--device", "--spec-draft-device", "--device-draft"})
+ONE_DEVICE_FLAGS = frozenset({"--mmproj-device"})
+OVERRIDE_FLAGS = frozenset({"--override-tensor", "--spec-draft-override-tensor", "--override-tensor-draft"})
+# The host's own buffer type, always there whatever the devices.
+CPU_BUFFER = "CPU"
+
+
+def _device_problem(spec: FlagSpec, value: str, devices: Sequence[str] | None) -> str:
+    """Why a device or buffer-override value would not parse ("" when it would, or cannot be told)."""
+    name = spec.long_name
+    listed = f"this engine lists {', '.join(devices) or 'no device'}" if devices is not None else ""
+    if name in DEVICE_LIST_FLAGS or name in ONE_DEVICE_FLAGS:
+        items = [value] if name in ONE_DEVICE_FLAGS else value.split(",")
+        if value == "none":
+            return ""
+        for item in items:
+            if not item or not item.isascii() or not item.replace("_", "a").isalnum():
+                return f"{item!r} is not a device name (CUDA0, Vulkan1, ...; or none)"
+            if devices is not None and item not in devices:
+                return f"{item!r} is no device of this host ({listed})"
+        return ""
+    if name in OVERRIDE_FLAGS:
+        for element in value.split(","):
+            _pattern, sep, buffer = element.partition("=")
+            if not sep or not buffer:
+                return f"{element!r} is not <tensor name pattern>=<buffer type>"
+            if devices is not None and buffer != CPU_BUFFER and buffer not in devices:
+                return f"buffer type {buffer!r} is not one of this host's ({CPU_BUFFER}; {listed})"
+        return ""
+    return ""
+
+
+def _value_problem(spec: FlagSpec, value: str, devices: Sequence[str] | None = None) -> str:
+    """Why ``value`` is not one the flag takes ("" when it is): listed choices, numbers, devices."""
+    return _choice_problem(spec, value) or _device_problem(spec, value, devices)
+
+
 def _choice_problem(spec: FlagSpec, value: str) -> str:
     """Why ``value`` is not one the flag accepts ("" when it is)."""
     if spec.choices:
@@ -299,13 +338,14 @@ def _choice_problem(spec: FlagSpec, value: str) -> str:
     return ""
 
 
-def check_extra_args(tokens: Sequence[str], table: FlagTable) -> list[Note]:
+def check_extra_args(tokens: Sequence[str], table: FlagTable, devices: Sequence[str] | None = None) -> list[Note]:
     """Read EXTRA_ARGS word by word as the engine will; raise ExtraArgsError on the first word it would refuse.
 
     Refused: a word that is no flag of this engine (with the nearest spellings), a removed flag (with the
     replacement the help names), a flag whose value is missing, a value outside the flag's listed choices, a
     number the engine would misread, a flag that makes the engine exit instead of serving. An empty table
-    (unknown engine) checks nothing. Returns notes for accepted words worth a mention (none yet).
+    (unknown engine) checks nothing. ``devices``: the engine's own device list, when it was read (device and
+    buffer names are then checked against it). Returns notes for accepted words worth a mention (none yet).
     """
     if not table:
         return []
@@ -332,7 +372,7 @@ def check_extra_args(tokens: Sequence[str], table: FlagTable) -> list[Note]:
             placeholder = spec.hint or "a value"
             raise ExtraArgsError(f"EXTRA_ARGS: {word} needs its value ({word} {placeholder})", word)
         if spec.values == 1:
-            problem = _choice_problem(spec, values[0])
+            problem = _value_problem(spec, values[0], devices)
             if problem:
                 raise ExtraArgsError(f"EXTRA_ARGS: {word} {values[0]}: {problem}", word)
         index += 1 + spec.values
@@ -343,7 +383,9 @@ ENV_PREFIX = "LLAMA_ARG_"
 _NEGATED_ENV_PREFIX = "LLAMA_ARG_NO_"
 
 
-def check_engine_environment(arg_env: Mapping[str, str], table: FlagTable) -> list[Note]:
+def check_engine_environment(
+    arg_env: Mapping[str, str], table: FlagTable, devices: Sequence[str] | None = None
+) -> list[Note]:
     """The LLAMA_ARG_* variables of the service, read as the engine will (it applies them before argv).
 
     A value the engine's handler would refuse or misread is a PlanError naming the variable (llama.cpp
@@ -378,7 +420,7 @@ def check_engine_environment(arg_env: Mapping[str, str], table: FlagTable) -> li
                 f"{name}={value!r} (environment) is not valid; accepted: {', '.join(TRUTHY + FALSEY)}",
                 key=name, value=value,
             )
-        problem = _choice_problem(spec, value) if spec.values == 1 else ""
+        problem = _value_problem(spec, value, devices) if spec.values == 1 else ""
         if problem:
             raise PlanError(f"{name}={value!r} (environment, {spec.long_name}): {problem}", key=name, value=value)
     return notes

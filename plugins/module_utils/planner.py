@@ -222,8 +222,8 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
             token="--api-key",
         )
     extra, extra_notes = normalize_extra(raw_extra, help_text)
-    check_extra_args(extra, table)
-    notes.extend(check_engine_environment(facts.arg_env, table))
+    check_extra_args(extra, table, facts.engine_devices)
+    notes.extend(check_engine_environment(facts.arg_env, table, facts.engine_devices))
     notes.extend(extra_notes)
 
     env: dict[str, str] = {}

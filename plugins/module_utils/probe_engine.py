@@ -91,10 +91,18 @@ def run_engine(bin_path: str, args: list[str], env: Mapping[str, str], timeout: 
     return run_command([bin_path], args, env, timeout)
 
 
+# Start of the text run_command returns when the command could not be started at all (no timeout).
+CANNOT_START = "llamafleet: cannot start "
+
+
 def run_command(
     prefix: Sequence[str], args: Sequence[str], env: Mapping[str, str], timeout: float
 ) -> tuple[int | None, str]:
-    """``run_engine`` for any command that ends by starting the engine (the binary, or ``docker run IMAGE``)."""
+    """``run_engine`` for any command that ends by starting the engine (the binary, or ``docker run IMAGE``).
+
+    A command that cannot be started gives (None, text starting with CANNOT_START); one that runs past
+    ``timeout`` gives (None, what it printed so far).
+    """
     try:
         proc = subprocess.Popen(
             [*prefix, *args],
@@ -104,8 +112,8 @@ def run_command(
             env=dict(env),
             start_new_session=True,  # own process group, killable as a whole
         )
-    except (OSError, ValueError):
-        return None, ""
+    except (OSError, ValueError) as err:
+        return None, f"{CANNOT_START}{prefix[0] if prefix else '?'}: {err}"
     try:
         out = proc.communicate(timeout=timeout)[0]
     except subprocess.TimeoutExpired:
@@ -136,6 +144,8 @@ def _started(rc: int | None, text: str) -> bool:
     """False when the binary never really ran: not executable, killed, or the
     dynamic loader gave up (missing .so: exit 127 with the loader's message)."""
     if rc is None or rc < 0 or rc == 127:
+        return False
+    if text.startswith(CANNOT_START):
         return False
     return not _LOADER_FAILURE.search(text)
 
@@ -588,6 +598,8 @@ def run_preflight(
             passed=False, runs=1, system_config=state,
             engine_says=f"could not hide {SYSTEM_CONFIG_DIR} for the preflight: {engine_refusal(out)}",
         )
+    if rc is None and out.startswith(CANNOT_START):
+        return PreflightResult(passed=False, runs=0, system_config=state, engine_says=out[len("llamafleet: "):])
     if rc is None:
         return PreflightResult(
             passed=False, runs=1, system_config=state,
@@ -599,3 +611,48 @@ def run_preflight(
         kept = [*[k for k in passes if k != key][-(PREFLIGHT_CACHE_KEEP - 1):], key]
         _write_json(path, {"format": PREFLIGHT_CACHE_FORMAT, "identity": launcher.identity, "passed": kept})
     return PreflightResult(passed=True, runs=1, system_config=state)
+
+
+# ---------------------------------------------------------------------------
+# The device list, cached like the help (a re-run on an unchanged host starts nothing)
+# ---------------------------------------------------------------------------
+
+DEVICES_CACHE_FORMAT = 1
+_DEVICES_PREFIX = "devices-"
+
+
+@dataclass(frozen=True)
+class DeviceList:
+    """The engine's ``--list-devices``: ``devices`` is None when it could not be read (then nothing is checked)."""
+
+    devices: tuple[SplitDev, ...] | None = None
+    runs: int = 0
+
+
+def cached_devices(
+    launcher: EngineLauncher, cache_dir: str | None, write: bool = True, timeout: float = LIST_DEVICES_TIMEOUT_S
+) -> DeviceList:
+    """``--list-devices`` through ``launcher``, from the cache when the engine's identity is unchanged.
+
+    Only a complete answer (status 0) is kept: a failed or truncated list is "unknown", and asked again.
+    """
+    if launcher.identity is None:
+        return DeviceList()
+    path = ""
+    if cache_dir:
+        slot = json.dumps([launcher.identity["path"], launcher.identity.get("env", {})], sort_keys=True)
+        path = os.path.join(cache_dir, _DEVICES_PREFIX + hashlib.sha256(slot.encode()).hexdigest()[:32] + ".json")
+    data = _read_json(path) if path else None
+    if (
+        data is not None
+        and data.get("format") == DEVICES_CACHE_FORMAT
+        and data.get("identity") == json.loads(json.dumps(launcher.identity))
+        and isinstance(data.get("text"), str)
+    ):
+        return DeviceList(devices=parse_list_devices(data["text"]), runs=0)
+    rc, text = run_command(launcher.prefix, ["--list-devices"], launcher.env, timeout * launcher.timeout_scale)
+    if rc != 0:
+        return DeviceList(runs=1)
+    if path and write:
+        _write_json(path, {"format": DEVICES_CACHE_FORMAT, "identity": launcher.identity, "text": text})
+    return DeviceList(devices=parse_list_devices(text), runs=1)

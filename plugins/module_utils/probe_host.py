@@ -17,6 +17,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils import capabil
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.engine_inputs import (
     KEY_VARIABLE,
     SYSTEM_CONFIG,
+    environment_problem,
     names_to_unset,
     parse_show_environment,
 )
@@ -44,8 +45,8 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_engine i
     EngineLauncher,
     PreflightResult,
     binary_launcher,
+    cached_devices,
     engine_env,
-    launcher_devices,
     launcher_texts,
     parse_engine_build,
     run_command,
@@ -203,6 +204,9 @@ def probe_and_plan(options: ProbeOptions) -> ProbeResult:
         return ProbeResult(facts=HostFacts(), plan=result_plan, probed={"external": True}, warnings=warnings)
 
     service_env = dict(options.environment)
+    bad_name, why = environment_problem(service_env)
+    if bad_name:
+        raise planner.PlanError(f"environment variable {bad_name!r} {why}", key=bad_name)
     binary = resolve_bin(options)
     try:
         model = resolve_main_model(preset.get("MODEL", ""), options.home, options.model_dirs)
@@ -282,9 +286,19 @@ def probe_and_plan(options: ProbeOptions) -> ProbeResult:
             draft_is_model = same_file(draft, model)
             draft_gguf = _read_gguf(draft, warnings, "MODEL_DRAFT")
 
+    # The engine's device list: for a tensor split, and to check the device and buffer names a preset gives.
     split_devs: tuple = ()
-    if split_mode_key(preset) == "tensor" and capabilities.supports_tensor_split_mode(help_text):
-        split_devs = launcher_devices(_launcher(options, binary, env, run_env, gpus=bool(gpus_list)))
+    engine_devices = None
+    device_runs = 0
+    tensor_split = split_mode_key(preset) == "tensor" and capabilities.supports_tensor_split_mode(help_text)
+    if help_text and (tensor_split or names_devices(extra, arg_env)):
+        listed = cached_devices(
+            _launcher(options, binary, env, run_env, gpus=bool(gpus_list)), cache_dir, options.write_cache
+        )
+        device_runs = listed.runs
+        if listed.devices is not None:
+            engine_devices = tuple(d.id for d in listed.devices)
+            split_devs = listed.devices if tensor_split else ()
 
     mmproj_bytes = 0
     if mmproj:
@@ -299,11 +313,15 @@ def probe_and_plan(options: ProbeOptions) -> ProbeResult:
         gguf=gguf, model_bytes=model_bytes, ram_mib=ram_mib, ram_avail_mib=ram_avail_used, vram_mib=vram,
         slot_dir=slot_dir, engine_build=engine_build, draft=draft, draft_err=draft_err, draft_gguf=draft_gguf,
         draft_is_model=draft_is_model, spec_auto_blocked=options.spec_auto_blocked, split_devs=split_devs,
-        mmproj_bytes=mmproj_bytes,
+        mmproj_bytes=mmproj_bytes, engine_devices=engine_devices,
     )
     result_plan = planner.plan(preset, facts)
     if load_guard_needs_devices(preset, result_plan.argv, facts):
-        devices = split_devs or launcher_devices(_launcher(options, binary, env, run_env, gpus=bool(gpus_list)))
+        listed = cached_devices(
+            _launcher(options, binary, env, run_env, gpus=bool(gpus_list)), cache_dir, options.write_cache
+        )
+        device_runs += listed.runs
+        devices = split_devs or listed.devices or ()
         facts = dataclasses.replace(facts, engine_vram_mib=engine_vram_from_devices(devices))
         if facts.engine_vram_mib:
             result_plan = planner.plan(preset, facts)
@@ -353,12 +371,22 @@ def probe_and_plan(options: ProbeOptions) -> ProbeResult:
             )
     return ProbeResult(
         facts=facts, plan=result_plan, probed=probed, warnings=warnings,
-        engine_runs=texts.runs + (preflight.runs if preflight else 0), container=own_container,
+        engine_runs=texts.runs + device_runs + (preflight.runs if preflight else 0), container=own_container,
         preflight=preflight, unset_environment=unset,
     )
 
 
 MANAGER_TIMEOUT_S = 5.0
+# What names devices or buffer types, in EXTRA_ARGS or the service environment.
+_DEVICE_NAMING_FLAGS = (
+    "-dev", "--device", "-devd", "--device-draft", "--spec-draft-device", "-mmdev", "--mmproj-device",
+    "-ot", "--override-tensor", "-otd", "--override-tensor-draft", "--spec-draft-override-tensor",
+)  # fmt: skip
+_DEVICE_NAMING_ENV = ("LLAMA_ARG_DEVICE", "LLAMA_ARG_OVERRIDE_TENSOR", "MTMD_BACKEND_DEVICE")
+
+
+def names_devices(extra: Sequence[str], arg_env: Mapping[str, str]) -> bool:
+    return has_any_flag(extra, *_DEVICE_NAMING_FLAGS) or any(arg_env.get(k, "") for k in _DEVICE_NAMING_ENV)
 
 
 def manager_environment(systemctl: str) -> dict[str, str]:

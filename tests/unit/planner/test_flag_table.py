@@ -285,3 +285,48 @@ def test_a_variable_the_engine_does_not_read_is_noted():
     assert [(n.id, n.code) for n in notes] == [("env.unknown", "LLAMA_ARG_MLOCK"),
                                              ("env.unknown", "LLAMA_ARG_SOMETHING_ELSE")]
     assert check_engine_environment({"LLAMA_ARG_THREADS": "x"}, read_flag_table("")) == []
+
+
+# ----------------------------------------------------------------- device and buffer names
+
+
+@pytest.mark.parametrize(
+    ("tokens", "devices"),
+    [
+        (["-dev", "CUDA0"], None),  # no list read: only the shape is checked
+        (["-dev", "CUDA0,CUDA1"], ("CUDA0", "CUDA1")),
+        (["-dev", "none"], ()),
+        (["-ot", "exps=CPU"], ()),
+        (["-ot", "blk\\.[0-9]+\\.ffn_.*_exps=CUDA1,attn=CPU"], ("CUDA0", "CUDA1")),
+        (["-ot", "=CPU"], ()),  # an empty pattern matches every tensor: llama.cpp takes it
+        (["-mmdev", "CUDA0"], ("CUDA0",)),
+    ],
+)
+def test_device_and_buffer_names_the_host_has(tokens, devices):
+    assert check_extra_args(tokens, CURRENT, devices) == []
+
+
+@pytest.mark.parametrize(
+    ("tokens", "devices", "message"),
+    [
+        (["-dev", "CUDA1"], ("CUDA0",), "'CUDA1' is no device of this host (this engine lists CUDA0)"),
+        (["-dev", "CUDA0"], (), "(this engine lists no device)"),
+        (["-dev", "cuda0, cuda1"], None, "' cuda1' is not a device name"),
+        (["-dev", "CUDA0,"], None, "'' is not a device name"),
+        (["-dev", "é"], None, "'é' is not a device name"),
+        (["-ot", "exps"], (), "'exps' is not <tensor name pattern>=<buffer type>"),
+        (["-ot", "exps="], (), "'exps=' is not <tensor name pattern>=<buffer type>"),
+        (["-ot", "exps=cpu"], (), "buffer type 'cpu' is not one of this host's (CPU; this engine lists no device)"),
+        (["-ot", "attn=CUDA1"], ("CUDA0",), "buffer type 'CUDA1'"),
+    ],
+)
+def test_device_and_buffer_names_the_engine_would_refuse(tokens, devices, message):
+    with pytest.raises(ExtraArgsError) as caught:
+        check_extra_args(tokens, CURRENT, devices)
+    assert message in str(caught.value)
+
+
+def test_device_names_in_the_environment():
+    assert check_engine_environment({"LLAMA_ARG_DEVICE": "CUDA0"}, CURRENT, ("CUDA0",)) == []
+    with pytest.raises(PlanError, match="LLAMA_ARG_OVERRIDE_TENSOR='exps=CUDA0' .*buffer type 'CUDA0'"):
+        check_engine_environment({"LLAMA_ARG_OVERRIDE_TENSOR": "exps=CUDA0"}, CURRENT, ())

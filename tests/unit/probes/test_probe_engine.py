@@ -154,7 +154,11 @@ def test_run_engine_exec_failure(tmp_path, kind):
         path.write_text("#!/bin/sh\necho hi\n")
     elif kind == "directory":
         path.mkdir()
-    assert run_engine(str(path), ["--help"], BASE_ENV, 5) == (None, "")
+    rc, text = run_engine(str(path), ["--help"], BASE_ENV, 5)
+    assert rc is None
+    # Told apart from a timeout: the text says it never started, and why.
+    assert text.startswith(probe_engine.CANNOT_START + str(path) + ": [Errno ")
+    assert read_help(str(path), BASE_ENV) == ""
 
 
 def test_run_engine_sees_only_the_given_environment(tmp_path, monkeypatch):

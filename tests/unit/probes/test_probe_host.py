@@ -67,7 +67,8 @@ def fake_engine(directory: Path, version: str = "version: 10450 (ece963f)") -> t
         'case "$1" in\n'
         f'  --help) cat "{REAL_HELP}" ;;\n'
         f'  --version) echo "{version}" ;;\n'
-        "  --list-devices) echo 'Available devices:' ;;\n"
+        "  --list-devices) echo 'Available devices:';\n"
+        "    echo '  CUDA0: NVIDIA H100 80GB HBM3 (81559 MiB, 80000 MiB free)' ;;\n"
         "esac\n"
     )
     engine.chmod(engine.stat().st_mode | stat.S_IXUSR)
@@ -203,6 +204,17 @@ def test_uuid_selection_is_unknown_vram(host):
 def test_gpu_count_skipped_when_spec_says_so(host, preset, environment, gpus):
     result = probe_and_plan(options(host, preset=preset, environment=environment))
     assert result.facts.gpus == gpus
+
+
+def test_device_names_are_checked_against_the_engines_list_once(host):
+    with pytest.raises(PlanError, match="'CUDA1' is no device of this host \\(this engine lists CUDA0\\)"):
+        probe_and_plan(options(host, preset={"EXTRA_ARGS": "-dev CUDA1"}))
+    ok = probe_and_plan(options(host, preset={"EXTRA_ARGS": "-dev CUDA0 -ot exps=CPU"}))
+    assert ok.facts.engine_devices == ("CUDA0",)
+    again = probe_and_plan(options(host, preset={"EXTRA_ARGS": "-dev CUDA0 -ot exps=CPU"}))
+    assert again.engine_runs == 0  # help, device list and preflight all from the cache
+    runs = host["runs"].read_text().splitlines()
+    assert runs.count("--list-devices") == 1
 
 
 def test_llama_arg_threads_skips_the_cpu_probe(host):
