@@ -46,9 +46,15 @@ _QUOTED_WORD = re.compile(r"'([a-z]+)'")
 _BRACES = re.compile(r"^\{([A-Za-z0-9_.+-]+(?:,[A-Za-z0-9_.+-]+)+)\}$")
 _PIPES = re.compile(r"^[\[<]([A-Za-z0-9_.+-]+(?:\|[A-Za-z0-9_.+-]+)+)[\]>]$")
 _RANGE = re.compile(r"^<-?\d+\.{2,3}-?\d+>$")
+_NUMBER_LIST_HINT = re.compile(r"^([A-Za-z]+)0,\1(?:1),(?:\1(?:2),)?\.\.\.$")
+_LIST_SEPARATORS = re.compile(r"[,/]+")
 _WORD_LIST = re.compile(r"^[a-z0-9][a-z0-9-]*(?:,[a-z0-9][a-z0-9-]*){2,}$")
 _NUMBER = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$", re.ASCII)
 _INTEGER = re.compile(r"^[+-]?\d+$", re.ASCII)
+# Placeholders whose description lists every value as "- value: what it does" (--load-mode MODE,
+# --lazy-mode MODE, --numa TYPE: their handlers take exactly those; checked on the 11434 source).
+_BULLETED_PLACEHOLDERS = frozenset({"MODE", "TYPE"})
+_BULLET = re.compile(r"(?:^|\s)- ([a-z0-9][a-z0-9+_-]*):")
 # Placeholders llama.cpp prints for values it reads with std::stoi / std::stof.
 _NUMERIC_PLACEHOLDERS = frozenset({"N", "PORT", "SEED", "INDEX", "SECONDS", "P", "L", "SIMILARITY"})
 
@@ -65,7 +71,7 @@ INTEGER_FLAGS = frozenset(
         "--n-gpu-layers", "--ctx-checkpoints", "--checkpoint-min-step", "--cache-ram", "--n-cpu-moe",
         "--n-cpu-ffn", "--reasoning-budget", "--spec-draft-n-max", "--spec-draft-n-min", "--fit-ctx", "--keep",
         "--n-predict", "--threads-http", "--timeout", "--cache-reuse", "--kv-unified-per-slot",
-        "--spec-ngram-mod-n-min", "--spec-ngram-mod-n-max", "--spec-ngram-mod-n-match",
+        "--spec-ngram-mod-n-min", "--spec-ngram-mod-n-max", "--spec-ngram-mod-n-match", "--fit-target",
     }
 )  # fmt: skip
 
@@ -90,6 +96,7 @@ class FlagSpec:
     ``choices``: the accepted values, empty when the help lists none; with ``choice_list`` a value is a
     comma-separated list of them. ``numeric``: the placeholder is a number (``N``, ``<0|1>``), read by
     std::stoi/stof; ``words`` are the non-numeric values its description quotes (``'auto'``, ``'all'``).
+    ``numeric_list``: the placeholder is a list of numbers (``N0,N1,N2,...``), split on ``,`` and ``/``.
     ``removed``: the help's text after "the argument has been removed" (what to use instead), "" if live.
     """
 
@@ -99,6 +106,7 @@ class FlagSpec:
     choices: tuple[str, ...] = ()
     choice_list: bool = False
     numeric: bool = False
+    numeric_list: bool = False
     words: tuple[str, ...] = ()
     removed: str = ""
     env: str = ""
@@ -222,11 +230,16 @@ def _choices(hint: str, description: str) -> tuple[tuple[str, ...], bool, bool]:
     allowed = _ALLOWED.search(description)
     if allowed:
         return tuple(v.strip() for v in allowed.group(1).split(",")), False, False
+    if first in _BULLETED_PLACEHOLDERS:
+        bullets = tuple(dict.fromkeys(_BULLET.findall(description)))
+        if bullets:
+            return bullets, False, False
     return (), False, first in _NUMERIC_PLACEHOLDERS
 
 
 def _spec(names: list[str], hint: str, description: str) -> FlagSpec:
     choices, choice_list, numeric = _choices(hint, description)
+    numeric_list = bool(_NUMBER_LIST_HINT.match(hint))
     removed = _REMOVED.search(description)
     env = _ENV.search(description)
     words = tuple(dict.fromkeys(_QUOTED_WORD.findall(description))) if numeric else ()
@@ -240,6 +253,7 @@ def _spec(names: list[str], hint: str, description: str) -> FlagSpec:
         choices=choices,
         choice_list=choice_list,
         numeric=numeric,
+        numeric_list=numeric_list,
         words=words,
         removed=removed_text,
         env=env.group(1) if env else "",
@@ -328,6 +342,14 @@ def _choice_problem(spec: FlagSpec, value: str) -> str:
         if bad:
             listed = spec.hint if _BRACES.match(spec.hint) or _PIPES.match(spec.hint) else ", ".join(spec.choices)
             return f"{bad[0]!r} is not one of {listed}"
+        return ""
+    if spec.numeric_list:
+        integer = any(n in INTEGER_FLAGS for n in spec.names)
+        pattern = _INTEGER if integer else _NUMBER
+        items = _LIST_SEPARATORS.split(value)
+        if not all(pattern.match(item) for item in items):
+            kind = "integers" if integer else "numbers"
+            return f"{value!r} is not a list of {kind} ({spec.hint})"
         return ""
     if spec.numeric and value not in spec.words:
         pattern = _INTEGER if spec.integer else _NUMBER

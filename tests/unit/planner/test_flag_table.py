@@ -126,6 +126,10 @@ def test_arity_and_placeholder(table, flag, values, hint):
         pytest.param(CURRENT, "--spec-type", ("none", "draft-simple", "draft-eagle3", "draft-mtp", "draft-dflash",
                                               "draft-dspark", "ngram-simple", "ngram-map-k", "ngram-map-k4v",
                                               "ngram-mod", "ngram-cache"), True, id="comma-list"),
+        pytest.param(CURRENT, "--load-mode", ("auto", "none", "mmap", "mlock", "mmap+mlock", "dio"), False,
+                     id="bulleted-modes"),
+        pytest.param(CURRENT, "--numa", ("distribute", "isolate", "numactl"), False, id="bulleted-types"),
+        pytest.param(CURRENT, "--reasoning-format", (), False, id="bullets-of-a-format-are-no-full-list"),
         pytest.param(CURRENT, "--cpu-strict", (), False, id="numeric-pipes-are-no-choice"),
         pytest.param(CURRENT, "-dev", (), False, id="device-list-placeholder"),
     ],
@@ -179,6 +183,8 @@ ACCEPTED = [
     ["--temp", "0.7", "--top-p", ".9", "--rope-freq-scale", "1e-1"],
     ["--control-vector-layer-range", "1", "10"],
     ["--spec-type", "ngram-mod,draft-simple"],
+    ["-ts", "3,1", "-fitt", "1024,2048", "--spec-synth-rates", "0.5,.25"],
+    ["-ts", "60/40"],  # llama.cpp splits these lists on "," and "/"
     ["--alias", "gemma$side", "--chat-template-kwargs", '{"a": 1}'],
     ["-fa", "1", "--fit", "disabled"],
     [],
@@ -207,6 +213,9 @@ REFUSED = [
     pytest.param(CURRENT, ["--threads", "x"], "--threads", "'x' is not an integer", id="stoi-fails"),
     pytest.param(CURRENT, ["-c", "1.5"], "-c", "'1.5' is not an integer", id="float-for-int"),
     pytest.param(CURRENT, ["--temp", "0.7x"], "--temp", "'0.7x' is not a number", id="stof-misread"),
+    pytest.param(CURRENT, ["-ts", "3,x"], "-ts", "'3,x' is not a list of numbers (N0,N1,N2,...)", id="number-list"),
+    pytest.param(CURRENT, ["-fitt", "1024,1.5"], "-fitt", "is not a list of integers", id="integer-list"),
+    pytest.param(CURRENT, ["-ts", ",1"], "-ts", "is not a list of numbers", id="number-list-empty-item"),
     pytest.param(CURRENT, ["-ngl", "99%"], "-ngl", "is not an integer or auto, all", id="ngl-words"),
     pytest.param(CURRENT, ["--draft", "4"], "--draft", "removed from this engine (use --spec-draft-n-max",
                  id="tombstone"),
@@ -328,5 +337,5 @@ def test_device_and_buffer_names_the_engine_would_refuse(tokens, devices, messag
 
 def test_device_names_in_the_environment():
     assert check_engine_environment({"LLAMA_ARG_DEVICE": "CUDA0"}, CURRENT, ("CUDA0",)) == []
-    with pytest.raises(PlanError, match="LLAMA_ARG_OVERRIDE_TENSOR='exps=CUDA0' .*buffer type 'CUDA0'"):
+    with pytest.raises(PlanError, match=r"LLAMA_ARG_OVERRIDE_TENSOR='exps=CUDA0' .*buffer type 'CUDA0'"):
         check_engine_environment({"LLAMA_ARG_OVERRIDE_TENSOR": "exps=CUDA0"}, CURRENT, ())
