@@ -221,6 +221,13 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
             key="EXTRA_ARGS",
             token="--api-key",
         )
+    if has_any_flag(raw_extra, "--api-key-file"):
+        raise PlanError(
+            "EXTRA_ARGS must not carry --api-key-file: the key is managed by the collection (the api_key option, "
+            "or API_KEY), which gives the engine its own key file and knows the server is protected",
+            key="EXTRA_ARGS",
+            token="--api-key-file",
+        )
     extra, extra_notes = normalize_extra(raw_extra, help_text)
     check_extra_args(extra, table, facts.engine_devices)
     notes.extend(check_engine_environment(facts.arg_env, table, facts.engine_devices))

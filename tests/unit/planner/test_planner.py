@@ -253,6 +253,12 @@ class TestApiKey:
         with pytest.raises(PlanError, match="--api-key"):
             plan({"EXTRA_ARGS": extra}, facts(help=NEW_ENGINE))
 
+    @pytest.mark.parametrize("extra", ["--api-key-file /etc/keys", "--api-key-file=/etc/keys"])
+    def test_a_key_file_of_ones_own_is_refused(self, extra):
+        with pytest.raises(PlanError, match="must not carry --api-key-file") as caught:
+            plan({"EXTRA_ARGS": extra}, facts(help=NEW_ENGINE))
+        assert (caught.value.key, caught.value.token) == ("EXTRA_ARGS", "--api-key-file")
+
     def test_no_key_no_flag(self):
         p = plan({}, facts(help=NEW_ENGINE))
         assert "--api-key-file" not in p.argv
