@@ -10,7 +10,9 @@ Usage: .venv/bin/python bench/module_plan.py ENGINE_DIR MODEL.gguf [--runs N] [-
    compose runtime, where the help comes from the engine's image (`docker run`
    per text when cold; one `docker image inspect` when warm), and the ratios to the
    binary, measured in the same run.
-2. Through Ansible: `ansible-playbook` running one llama_server_plan task
+2. The preflight (the planned argv through the engine's own parser): the same probe+plan with and
+   without it, side by side, cold (one more engine start) and warm (its cached pass: 0 starts).
+3. Through Ansible: `ansible-playbook` running one llama_server_plan task
    (warm cache) next to the same playbook with `ansible.builtin.ping` (the
    floor: process start, inventory, connection, module transfer). Medians of N
    runs each, and their ratio.
@@ -35,6 +37,11 @@ TREE = conftest.collection_path()
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils import gguf_meta  # noqa: E402
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_docker import DockerAccess  # noqa: E402
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_engine import (  # noqa: E402
+    binary_launcher,
+    engine_env,
+    run_preflight,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_host import (  # noqa: E402
     ProbeOptions,
     probe_and_plan,
@@ -62,6 +69,52 @@ def in_process(label: str, options: ProbeOptions, runs: int) -> tuple[float, flo
           f"warm best {min(warm) * 1000:.1f} ms, median {statistics.median(warm) * 1000:.1f} ms "
           f"over {runs} runs (0 engine runs)")
     return cold_s, statistics.median(warm)
+
+
+def preflight_cost(engine: str, model: str, runs: int) -> None:
+    """Probe+plan with and without the preflight, cold and warm, interleaved in one run (medians).
+
+    Cold: a fresh cache directory each time (help, version and preflight run the engine); warm: the same one.
+    """
+    cold: dict[bool, list[float]] = {False: [], True: []}
+    warm: dict[bool, list[float]] = {False: [], True: []}
+    starts: dict[bool, int] = {}
+    probe_and_plan(binary_options(engine, model, tempfile.mkdtemp()))  # imports and page cache, not counted
+    for _run in range(runs):
+        for preflight in (False, True):
+            with tempfile.TemporaryDirectory() as home:
+                options = binary_options(engine, model, home)
+                options.preflight = preflight
+                gguf_meta.clear_cache()  # each module run is a new process: no GGUF cache, cold or warm
+                seconds, result = timed(lambda o=options: probe_and_plan(o))
+                cold[preflight].append(seconds)
+                starts[preflight] = result.engine_runs
+                gguf_meta.clear_cache()
+                seconds, result = timed(lambda o=options: probe_and_plan(o))
+                if result.engine_runs:
+                    raise SystemExit(f"warm run started the engine {result.engine_runs} times")
+                warm[preflight].append(seconds)
+    # The preflight alone, on the plan just made: one engine start, then its cached pass.
+    plan = result.plan
+    launcher = binary_launcher(plan.argv[0], engine_env(plan.argv[0], plan.env))
+    alone_cold, alone_cached = [], []
+    for _run in range(runs):
+        with tempfile.TemporaryDirectory() as cache:
+            alone_cold.append(timed(lambda c=cache: run_preflight(launcher, plan.argv, plan.decisions.preflight_swaps,
+                                                                   cache_dir=c))[0])
+            alone_cached.append(timed(lambda c=cache: run_preflight(launcher, plan.argv,
+                                                                     plan.decisions.preflight_swaps, cache_dir=c))[0])
+    print(f"run_preflight alone: {statistics.median(alone_cold) * 1000:.1f} ms (1 engine start), cached pass "
+          f"{statistics.median(alone_cached) * 1000:.2f} ms (medians of {runs})")
+    c = {k: statistics.median(v) * 1000 for k, v in cold.items()}
+    w = {k: statistics.median(v) * 1000 for k, v in warm.items()}
+    print(f"probe+plan without preflight: cold {c[False]:.1f} ms ({starts[False]} engine starts), "
+          f"warm {w[False]:.1f} ms (0)")
+    print(f"probe+plan with preflight:    cold {c[True]:.1f} ms ({starts[True]} engine starts), "
+          f"warm {w[True]:.1f} ms (0)")
+    print(f"preflight cost: cold +{c[True] - c[False]:.1f} ms (1 engine start), warm +{w[True] - w[False]:.1f} ms "
+          f"(its cached pass); ratio with/without: cold {c[True] / c[False]:.2f}, warm {w[True] / w[False]:.2f} "
+          f"(medians of {runs})")
 
 
 def binary_options(engine: str, model: str, home: str) -> ProbeOptions:
@@ -134,6 +187,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--docker-json", default="")
     args = parser.parse_args()
+    preflight_cost(args.engine_dir, args.model, args.runs)
     with tempfile.TemporaryDirectory() as home:
         binary = in_process("binary", binary_options(args.engine_dir, args.model, home), args.runs)
         if args.docker_json:
