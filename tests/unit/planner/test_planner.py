@@ -1,6 +1,7 @@
 """Spec sections 1.3-1.5: the composed plan (argv order, env, notes order)."""
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +17,9 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.planner import
 
 from .helptexts import NEW_ENGINE, OLD_ENGINE
 from .models import DENSE_32
+
+REAL_HELP = (Path(__file__).resolve().parents[1] / "probes" / "fixtures" / "engine"
+             / "llama-server-11434.0.0-cpu.help.txt").read_text()
 
 BIN = "/opt/llama/bin/llama-server"
 MODEL = "/srv/models/m.gguf"
@@ -349,3 +353,64 @@ def test_keys_not_used_at_launch_are_silent(key):
     base = plan({}, facts(help=NEW_ENGINE))
     with_key = plan({key: "0.7"}, facts(help=NEW_ENGINE))
     assert with_key == base
+
+
+# ---------------------------------------------------------------- the plan's decisions (read downstream)
+
+
+@pytest.mark.parametrize(
+    ("preset", "listen", "loopback", "url", "socket"),
+    [
+        ({}, ("0.0.0.0",), False, "http://127.0.0.1:8080/health", ""),
+        ({"HOST": "127.0.0.2"}, ("127.0.0.2",), True, "http://127.0.0.2:8080/health", ""),
+        ({"HOST": "127.0.0.1,::1"}, ("127.0.0.1", "::1"), True, "http://127.0.0.1:8080/health", ""),
+        ({"HOST": "127.0.0.1,10.0.0.5"}, ("127.0.0.1", "10.0.0.5"), False, "http://127.0.0.1:8080/health", ""),
+        ({"HOST": "::", "PORT": "9000"}, ("::",), False, "http://[::1]:9000/health", ""),
+        ({"HOST": "/run/llama/main.sock"}, ("/run/llama/main.sock",), True, "http://localhost/health",
+         "/run/llama/main.sock"),
+        ({"HOST": "127.0.0.1", "EXTRA_ARGS": "--host 0.0.0.0 --port 9001"}, ("0.0.0.0",), False,
+         "http://127.0.0.1:9001/health", ""),
+    ],
+)
+def test_listen_decisions(preset, listen, loopback, url, socket):
+    d = plan(preset, facts(help=REAL_HELP)).decisions
+    assert (d.listen, d.loopback_only, d.health_url, d.health_unix_socket) == (listen, loopback, url, socket)
+    assert d.host == ",".join(listen)
+
+
+def test_loopback_is_one_rule_for_the_slot_directory_and_the_role():
+    # 127.0.0.2 is loopback: the server is unreachable from others, so the slot save path is safe without a key.
+    d = plan({"HOST": "127.0.0.2"}, facts(help=REAL_HELP, slot_dir="/var/lib/x/slots")).decisions
+    assert d.loopback_only is True
+    assert d.slot_dir == "/var/lib/x/slots"
+    public = plan({"HOST": "10.0.0.5"}, facts(help=REAL_HELP, slot_dir="/var/lib/x/slots")).decisions
+    assert (public.loopback_only, public.slot_dir) == (False, "")
+
+
+def test_extra_args_listen_values_are_held_to_the_host_and_port_rules():
+    with pytest.raises(PlanError) as caught:
+        plan({"EXTRA_ARGS": "--host '0.0.0.0 --foo'"}, facts(help=REAL_HELP))
+    assert (caught.value.key, caught.value.token) == ("EXTRA_ARGS", "--host")
+    with pytest.raises(PlanError, match="EXTRA_ARGS: --port '99999'"):
+        plan({"EXTRA_ARGS": "--port 99999"}, facts(help=REAL_HELP))
+
+
+def test_slot_persist_decision_follows_the_plan_not_the_preset():
+    slot = facts(help=REAL_HELP, slot_dir="/var/lib/x/slots", gguf=DENSE)
+    kept = plan({"SLOT_PERSIST": "on", "HOST": "127.0.0.1"}, slot).decisions
+    assert kept.slot_persist is True
+    # Refused (speculative decoding): the slot directory is still planned, its persist-* files are not kept.
+    refused = plan({"SLOT_PERSIST": "on", "HOST": "127.0.0.1", "SPEC": "ngram"}, slot)
+    assert "persist.refused" in ids(refused.notes)
+    assert refused.decisions.slot_dir == "/var/lib/x/slots"
+    assert refused.decisions.slot_persist is False
+
+
+def test_preflight_swaps_point_at_the_key_file_and_slot_directory():
+    p = plan({"HOST": "127.0.0.1"}, facts(help=REAL_HELP, slot_dir="/s", api_key_file="/run/credentials/u/api_key"))
+    swaps = {what: index for index, what in p.decisions.preflight_swaps}
+    assert p.argv[swaps["api_key_file"]] == "/run/credentials/u/api_key"
+    assert p.argv[swaps["slot_dir"]] == "/s"
+    assert p.argv[swaps["api_key_file"] - 1] == "--api-key-file"
+    assert p.argv[swaps["slot_dir"] - 1] == "--slot-save-path"
+    assert p.decisions.api_key_file == "/run/credentials/u/api_key"
