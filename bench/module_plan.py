@@ -100,10 +100,11 @@ def preflight_cost(engine: str, model: str, runs: int) -> None:
     alone_cold, alone_cached = [], []
     for _run in range(runs):
         with tempfile.TemporaryDirectory() as cache:
-            alone_cold.append(timed(lambda c=cache: run_preflight(launcher, plan.argv, plan.decisions.preflight_swaps,
-                                                                   cache_dir=c))[0])
-            alone_cached.append(timed(lambda c=cache: run_preflight(launcher, plan.argv,
-                                                                     plan.decisions.preflight_swaps, cache_dir=c))[0])
+            def once(c=cache):
+                return run_preflight(launcher, plan.argv, plan.decisions.preflight_swaps, cache_dir=c)
+
+            alone_cold.append(timed(once)[0])
+            alone_cached.append(timed(once)[0])
     print(f"run_preflight alone: {statistics.median(alone_cold) * 1000:.1f} ms (1 engine start), cached pass "
           f"{statistics.median(alone_cached) * 1000:.2f} ms (medians of {runs})")
     c = {k: statistics.median(v) * 1000 for k, v in cold.items()}

@@ -196,7 +196,7 @@ def _parse_head(head: str) -> tuple[list[str], str] | None:
     names: list[str] = []
     hint = ""
     for index, piece in enumerate(pieces):
-        name, _, rest = piece.partition(" ")
+        name, _sep, rest = piece.partition(" ")
         if not _NAME.match(name):
             return None
         names.append(name)

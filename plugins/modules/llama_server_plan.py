@@ -139,7 +139,7 @@ options:
     default: ""
   preflight:
     description:
-      - Run the planned command line through the engine's own argument parser before returning it: the engine
+      - Run the planned command line through the engine's own argument parser before returning it. The engine
         is started with C(--help) first, the planned arguments after it, and the service's environment. It
         parses every argument with its own handlers, runs its post-parse checks, prints its usage and exits 0
         without loading the model; a bad argument makes it exit 1 with its own error, which fails this task
@@ -312,7 +312,7 @@ unset_environment:
   description:
     - Engine variables (C(LLAMA_ARG_*), C(GGML_*), C(CUDA_*), C(LLAMA_API_KEY)) that the systemd manager passes to
       every unit (C(systemctl show-environment)) and that the plan does not set. The unit must unset them
-      (C(UnsetEnvironment=)): the engine gets its variables from the plan only. Empty without O(unit) or with
+      (C(UnsetEnvironment=)), so that the engine gets its variables from the plan only. Empty without O(unit) or with
       O(engine_image).
   returned: always
   type: list

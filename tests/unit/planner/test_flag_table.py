@@ -291,8 +291,10 @@ def test_environment_the_engine_would_refuse_or_misread(env, key, message):
 
 def test_a_variable_the_engine_does_not_read_is_noted():
     notes = check_engine_environment({"LLAMA_ARG_MLOCK": "1", "LLAMA_ARG_SOMETHING_ELSE": "1"}, CURRENT)
-    assert [(n.id, n.code) for n in notes] == [("env.unknown", "LLAMA_ARG_MLOCK"),
-                                             ("env.unknown", "LLAMA_ARG_SOMETHING_ELSE")]
+    assert [(n.id, n.code) for n in notes] == [
+        ("env.unknown", "LLAMA_ARG_MLOCK"),
+        ("env.unknown", "LLAMA_ARG_SOMETHING_ELSE"),
+    ]
     assert check_engine_environment({"LLAMA_ARG_THREADS": "x"}, read_flag_table("")) == []
 
 

@@ -11,8 +11,8 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.typos import n
      ("PARRALEL", "PARALLEL", 2), ("", "ABC", 3), ("TEAM", "TEMP", 2), ("abc", "cba", 2)],
 )
 def test_typo_distance(a, b, distance):
-    assert typo_distance(a, b) == distance
-    assert typo_distance(b, a) == distance
+    for first, second in ((a, b), (b, a)):  # symmetric
+        assert typo_distance(first, second) == distance
 
 
 KNOWN = ["CTX", "CTX_SIZE", "CTX_CHECKPOINTS", "NGL", "PORT", "THREADS", "TOP_K", "TOP_P"]

@@ -123,7 +123,7 @@ def test_a_good_command_line_passes_and_is_cached(engine, tmp_path):
 def test_a_refusal_quotes_the_engine_and_is_never_cached(engine, tmp_path):
     binary, log = engine
     cache = tmp_path / "cache"
-    for _ in range(2):
+    for _attempt in range(2):
         result = preflight(binary, ["-m", "/m.gguf", "-c", "4k"], cache)
         assert (result.passed, result.runs) == (False, 1)
         assert result.engine_says == 'error while handling argument "-c": stoi'
