@@ -51,7 +51,9 @@ def test_help_is_read_from_the_image_once(tmp_path, docker, model_path):
     args = _plan_args(tmp_path, docker, model_path, SPEC="auto")
     first, first_result = run_playbook(tmp_path, plan_task("Plan from the image", args))
     assert first.returncode == 0, first.stdout + first.stderr
-    assert first_result["engine_runs"] == 2  # --help and --version, each a container
+    # --help and --version, then the preflight of the planned command line: each a container of the image.
+    assert first_result["engine_runs"] == 3
+    assert first_result["preflight"] == {"passed": True, "runs": 1, "engine_says": "", "system_config": ""}
     assert first_result["facts"]["engine_image_id"].startswith("sha256:")
     assert first_result["facts"]["engine_help_lines"] > 100
     assert first_result["argv"][0] == "/app/llama-server"
@@ -60,6 +62,14 @@ def test_help_is_read_from_the_image_once(tmp_path, docker, model_path):
     assert second.returncode == 0, second.stdout + second.stderr
     assert second_result["engine_runs"] == 0
     assert second_result["argv"] == first_result["argv"]
+
+
+def test_the_preflight_runs_inside_the_image_and_quotes_the_engine(tmp_path, docker, model_path):
+    args = _plan_args(tmp_path, docker, model_path, EXTRA_ARGS="--chat-template-file /nonexistent/tpl.jinja")
+    proc = run_playbook(tmp_path, plan_task("Plan a template the image lacks", args))[0]
+    assert proc.returncode == 2, proc.stdout
+    assert "the engine refused the planned command line" in proc.stdout
+    assert "failed to open file '/nonexistent/tpl.jinja'" in proc.stdout
 
 
 def test_image_and_binary_of_one_engine_plan_the_same(tmp_path, docker, engine_bin, model_path):
