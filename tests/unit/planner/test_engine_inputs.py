@@ -3,6 +3,7 @@
 import pytest
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.engine_inputs import (
+    environment_problem,
     is_engine_variable,
     names_to_unset,
     parse_show_environment,
@@ -31,3 +32,21 @@ def test_parse_show_environment():
     assert parse_show_environment(text) == {
         "LANG": "C.UTF-8", "PATH": "/usr/local/bin:/usr/bin", "LLAMA_ARG_X": "a=b", "MSG": "$'a\\nb'",
     }
+
+
+@pytest.mark.parametrize(
+    ("env", "name", "why"),
+    [
+        ({"PATH": "/bin", "LLAMA_ARG_THREADS": "4", "LLAMA_ARG_NO_MMAP": ""}, "", ""),
+        ({"A-B": "1"}, "A-B", "is not a variable name"),
+        ({"1X": "1"}, "1X", "is not a variable name"),
+        ({"ÉTÉ": "1"}, "ÉTÉ", "is not a variable name"),
+        ({"NOTE": "a\x00b"}, "NOTE", "holds a NUL character"),
+        ({"LLAMA_ARG_OVERRIDE_TENSOR": ""}, "LLAMA_ARG_OVERRIDE_TENSOR", "is set to nothing"),
+        ({"LLAMA_ARG_CTX_SIZE": "  "}, "LLAMA_ARG_CTX_SIZE", "is set to nothing"),
+    ],
+)
+def test_environment_problem(env, name, why):
+    found_name, found_why = environment_problem(env)
+    assert found_name == name
+    assert found_why.startswith(why)

@@ -434,3 +434,9 @@ def test_no_manager_question_for_a_container(host, tmp_path):
     systemctl = fake_systemctl(tmp_path / "sd", "LLAMA_ARG_CTX_SIZE=8\n")
     result = probe_and_plan(options(host, systemctl=systemctl, unit=""))
     assert result.unset_environment == []
+
+
+def test_a_bad_service_variable_fails_before_the_engine_runs(host):
+    with pytest.raises(PlanError, match="environment variable 'LLAMA_ARG_OVERRIDE_TENSOR' is set to nothing"):
+        probe_and_plan(options(host, environment={"LLAMA_ARG_OVERRIDE_TENSOR": ""}))
+    assert not host["runs"].exists()
