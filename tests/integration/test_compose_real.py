@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils import planner
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.compose import (
     SECRET_PATH,
     ServiceSpec,
@@ -93,8 +94,14 @@ def test_image_and_binary_of_one_engine_plan_the_same(tmp_path, docker, engine_b
     assert [n["id"] for n in image["notes"]] == [n["id"] for n in binary["notes"]]
 
 
-ARGV = ["/app/llama-server", "-m", "/srv/models/m.gguf", "--host", "0.0.0.0", "--port", "8090", "-c", "4096",
-        "--alias", "$USER-${HOME}", "--api-key-file", SECRET_PATH]
+# A real plan for the image's engine (its captured 11434 help), as the role hands the filter.
+_PLAN = planner.plan(
+    {"HOST": "0.0.0.0", "PORT": "8090", "CTX": "4096", "EXTRA_ARGS": "--alias '$USER-${HOME}'"},
+    planner.HostFacts(bin="/app/llama-server", model="/srv/models/m.gguf", api_key_file=SECRET_PATH,
+                      help=(Path(__file__).resolve().parents[1] / "unit" / "probes" / "fixtures" / "engine"
+                            / "llama-server-11434.0.0-cpu.help.txt").read_text()),
+)
+ARGV, DECISIONS = _PLAN.argv, _PLAN.decisions.as_dict()
 SPEC = ServiceSpec(name="chat", image="ghcr.io/ggml-org/llama.cpp:server-cuda", user="995:995",
                    model_dirs=("/srv/models",), slot_dir="/var/lib/llamafleet/instances/chat/slots",
                    key_file="/etc/llamafleet/credentials/chat.key", environment={"NOTE": "costs $5"})
@@ -114,7 +121,7 @@ def test_rendered_file_passes_compose_config(tmp_path, docker, gpus, selection, 
     spec = dataclasses.replace(SPEC, gpus=gpus, gpu_selection=selection)
     plan_env = {"CUDA_VISIBLE_DEVICES": selection, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"} if selection else {}
     compose_file = tmp_path / "chat.yaml"
-    compose_file.write_text(yaml.safe_dump(compose_fragment(ARGV, plan_env, spec), sort_keys=False))
+    compose_file.write_text(yaml.safe_dump(compose_fragment(ARGV, plan_env, DECISIONS, spec), sort_keys=False))
     proc = subprocess.run(
         [docker["compose_bin"], "--project-name", "llamafleet", "--file", str(compose_file), "config",
          "--format", "json"],
@@ -126,8 +133,12 @@ def test_rendered_file_passes_compose_config(tmp_path, docker, gpus, selection, 
     service = json.loads(proc.stdout)["services"]["chat"]
     # config prints a file compose can read again, so a literal dollar comes back as $$; interpolated, the
     # variables above would show instead.
-    assert service["command"][-4:] == ["--alias", "$$USER-$${HOME}", "--api-key-file", SECRET_PATH]
+    assert service["command"][-2:] == ["--alias", "$$USER-$${HOME}"]
+    assert service["command"][service["command"].index("--api-key-file") + 1] == SECRET_PATH
     assert service["environment"]["NOTE"] == "costs $$5"
+    # No llama.cpp config.ini of the image or the user reaches the engine: compose reads both mounts back.
+    assert service["environment"]["XDG_CONFIG_HOME"] == "/tmp/llamafleet-no-config"
+    assert service["tmpfs"] == ["/etc/llama.cpp:ro,size=4k", "/tmp"]
     assert "intruder" not in proc.stdout
     reserved = service.get("deploy", {}).get("resources", {}).get("reservations", {}).get("devices")
     assert reserved == devices
@@ -139,7 +150,7 @@ def test_rendered_file_passes_compose_config(tmp_path, docker, gpus, selection, 
 
 def test_compose_config_fails_on_count_with_device_ids(tmp_path, docker):
     """The shape the renderer never writes is one compose itself refuses: the check above can fail."""
-    fragment = compose_fragment(ARGV, {}, dataclasses.replace(SPEC, gpus=True, gpu_selection="0"))
+    fragment = compose_fragment(ARGV, {}, DECISIONS, dataclasses.replace(SPEC, gpus=True, gpu_selection="0"))
     device = fragment["services"]["chat"]["deploy"]["resources"]["reservations"]["devices"][0]
     device["count"] = "all"
     compose_file = tmp_path / "both.yaml"
