@@ -292,10 +292,22 @@ def _libs_identity(directory: str) -> list[list]:
     return libs
 
 
-def cache_file(cache_dir: str, identity: Mapping) -> str:
-    """One file per (binary path, key environment): a changed binary overwrites its entry, no pile-up."""
-    slot = json.dumps([identity["path"], identity["env"]], sort_keys=True)
-    return os.path.join(cache_dir, _CACHE_PREFIX + hashlib.sha256(slot.encode()).hexdigest()[:32] + ".json")
+def cache_file(cache_dir: str, identity: Mapping, prefix: str = _CACHE_PREFIX) -> str:
+    """One file per (binary path, key environment) and kind: a changed binary overwrites its entry, no pile-up."""
+    slot = json.dumps([identity["path"], identity.get("env", {})], sort_keys=True)
+    return os.path.join(cache_dir, prefix + hashlib.sha256(slot.encode()).hexdigest()[:32] + ".json")
+
+
+def _entry_for(path: str, cache_format: int, identity: Mapping) -> dict | None:
+    """The cached entry of ``path`` when it is ours, of ``cache_format`` and for this ``identity``."""
+    data = _read_json(path) if path else None
+    if (
+        data is None
+        or data.get("format") != cache_format
+        or data.get("identity") != json.loads(json.dumps(identity))
+    ):
+        return None
+    return data
 
 
 def _read_json(path: str) -> dict | None:
@@ -331,11 +343,9 @@ def _read_json(path: str) -> dict | None:
 
 def _read_cache(path: str, identity: Mapping) -> dict | None:
     """The cached help/version entry if it is ours and matches ``identity``; None otherwise."""
-    data = _read_json(path)
+    data = _entry_for(path, CACHE_FORMAT, identity)
     if (
         data is None
-        or data.get("format") != CACHE_FORMAT
-        or data.get("identity") != json.loads(json.dumps(identity))
         or not isinstance(data.get("help"), str)
         or not isinstance(data.get("version"), (str, type(None)))
     ):
@@ -520,19 +530,9 @@ def _preflight_key(launcher: EngineLauncher, argv: Sequence[str]) -> str:
     return hashlib.sha256(material.encode()).hexdigest()
 
 
-def _preflight_cache_file(cache_dir: str, identity: Mapping) -> str:
-    slot = json.dumps([identity["path"], identity.get("env", {})], sort_keys=True)
-    return os.path.join(cache_dir, _PREFLIGHT_PREFIX + hashlib.sha256(slot.encode()).hexdigest()[:32] + ".json")
-
-
 def _cached_passes(path: str, identity: Mapping) -> list[str]:
-    data = _read_json(path) if path else None
-    if (
-        data is None
-        or data.get("format") != PREFLIGHT_CACHE_FORMAT
-        or data.get("identity") != json.loads(json.dumps(identity))
-        or not isinstance(data.get("passed"), list)
-    ):
+    data = _entry_for(path, PREFLIGHT_CACHE_FORMAT, identity)
+    if data is None or not isinstance(data.get("passed"), list):
         return []
     return [key for key in data["passed"] if isinstance(key, str)]
 
@@ -572,7 +572,7 @@ def run_preflight(
     """
     if launcher.identity is None:
         return PreflightResult(passed=False, engine_says="the engine cannot be started (missing binary or image)")
-    path = _preflight_cache_file(cache_dir, launcher.identity) if cache_dir else ""
+    path = cache_file(cache_dir, launcher.identity, _PREFLIGHT_PREFIX) if cache_dir else ""
     key = _preflight_key(launcher, argv)
     passes = _cached_passes(path, launcher.identity)
     hide, hide_env, state = ([], {}, "") if in_image else _hiding_prefix(root)
@@ -638,17 +638,9 @@ def cached_devices(
     """
     if launcher.identity is None:
         return DeviceList()
-    path = ""
-    if cache_dir:
-        slot = json.dumps([launcher.identity["path"], launcher.identity.get("env", {})], sort_keys=True)
-        path = os.path.join(cache_dir, _DEVICES_PREFIX + hashlib.sha256(slot.encode()).hexdigest()[:32] + ".json")
-    data = _read_json(path) if path else None
-    if (
-        data is not None
-        and data.get("format") == DEVICES_CACHE_FORMAT
-        and data.get("identity") == json.loads(json.dumps(launcher.identity))
-        and isinstance(data.get("text"), str)
-    ):
+    path = cache_file(cache_dir, launcher.identity, _DEVICES_PREFIX) if cache_dir else ""
+    data = _entry_for(path, DEVICES_CACHE_FORMAT, launcher.identity)
+    if data is not None and isinstance(data.get("text"), str):
         return DeviceList(devices=parse_list_devices(data["text"]), runs=0)
     rc, text = run_command(launcher.prefix, ["--list-devices"], launcher.env, timeout * launcher.timeout_scale)
     if rc != 0:
