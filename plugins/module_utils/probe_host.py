@@ -217,9 +217,10 @@ def probe_and_plan(options: ProbeOptions) -> ProbeResult:
         raise ProbeError(str(err)) from err
 
     extra = planner.split_args(preset.get("EXTRA_ARGS", ""))
-    cvd, pci_order = _gpu_selection(_typed_gpu_selection(preset), service_env)
+    typed_gpus = _typed_gpu_selection(preset)
+    cvd, pci_order = _gpu_selection(typed_gpus, service_env)
     run_env = dict(service_env)
-    if cvd and preset.get("CUDA_VISIBLE_DEVICES", "").strip():
+    if typed_gpus.get("CUDA_VISIBLE_DEVICES", ""):
         # Applied before anything asks the engine (spec 1.1 step 7).
         run_env["CUDA_VISIBLE_DEVICES"] = cvd
         run_env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"

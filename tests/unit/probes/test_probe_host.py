@@ -440,3 +440,12 @@ def test_a_bad_service_variable_fails_before_the_engine_runs(host):
     with pytest.raises(PlanError, match="environment variable 'LLAMA_ARG_OVERRIDE_TENSOR' is set to nothing"):
         probe_and_plan(options(host, environment={"LLAMA_ARG_OVERRIDE_TENSOR": ""}))
     assert not host["runs"].exists()
+
+
+def test_all_gpus_in_the_preset_leaves_the_service_selection_alone(host):
+    result = probe_and_plan(options(host, preset={"CUDA_VISIBLE_DEVICES": "all"},
+                                    environment={"CUDA_VISIBLE_DEVICES": "0,1"}))
+    assert "CUDA_VISIBLE_DEVICES" not in result.plan.env
+    assert [n.id for n in result.plan.notes if n.code == "CUDA_VISIBLE_DEVICES"] == ["preset.normalised"]
+    # The service's own selection, without PCI order: a lower bound (smallest card twice).
+    assert result.facts.vram_mib == 2 * 24564
