@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -329,9 +330,30 @@ def _device_problem(spec: FlagSpec, value: str, devices: Sequence[str] | None) -
     return ""
 
 
+# Flags whose value llama.cpp parses as JSON (nlohmann::json, strict: no NaN), an object for the first.
+JSON_OBJECT_FLAGS = frozenset({"--chat-template-kwargs"})
+JSON_FLAGS = frozenset({"--json-schema", "--ui-config", "--mcp-servers-json"})
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is no JSON")
+
+
+def _json_problem(spec: FlagSpec, value: str) -> str:
+    if spec.long_name not in JSON_OBJECT_FLAGS | JSON_FLAGS:
+        return ""
+    try:
+        parsed = json.loads(value, parse_constant=_reject_constant)
+    except ValueError as err:
+        return f"{value!r} is not valid JSON ({err})"
+    if spec.long_name in JSON_OBJECT_FLAGS and not isinstance(parsed, dict):
+        return f"{value!r} is not a JSON object ({{\"key\": value, ...}})"
+    return ""
+
+
 def _value_problem(spec: FlagSpec, value: str, devices: Sequence[str] | None = None) -> str:
-    """Why ``value`` is not one the flag takes ("" when it is): listed choices, numbers, devices."""
-    return _choice_problem(spec, value) or _device_problem(spec, value, devices)
+    """Why ``value`` is not one the flag takes ("" when it is): listed choices, numbers, devices, JSON."""
+    return _choice_problem(spec, value) or _device_problem(spec, value, devices) or _json_problem(spec, value)
 
 
 def _choice_problem(spec: FlagSpec, value: str) -> str:

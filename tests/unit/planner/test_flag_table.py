@@ -186,6 +186,7 @@ ACCEPTED = [
     ["-ts", "3,1", "-fitt", "1024,2048", "--spec-synth-rates", "0.5,.25"],
     ["-ts", "60/40"],  # llama.cpp splits these lists on "," and "/"
     ["--alias", "gemma$side", "--chat-template-kwargs", '{"a": 1}'],
+    ["-j", '{"type": "object"}', "--ui-config", "[1, 2]"],
     ["-fa", "1", "--fit", "disabled"],
     [],
 ]
@@ -217,6 +218,12 @@ REFUSED = [
     pytest.param(CURRENT, ["-fitt", "1024,1.5"], "-fitt", "is not a list of integers", id="integer-list"),
     pytest.param(CURRENT, ["-ts", ",1"], "-ts", "is not a list of numbers", id="number-list-empty-item"),
     pytest.param(CURRENT, ["-ngl", "99%"], "-ngl", "is not an integer or auto, all", id="ngl-words"),
+    pytest.param(CURRENT, ["--chat-template-kwargs", "oui"], "--chat-template-kwargs", "'oui' is not valid JSON",
+                 id="json-kwargs"),
+    pytest.param(CURRENT, ["--chat-template-kwargs", "[1]"], "--chat-template-kwargs", "is not a JSON object",
+                 id="json-kwargs-not-object"),
+    pytest.param(CURRENT, ["-j", "{NaN: 1}"], "-j", "is not valid JSON", id="json-schema"),
+    pytest.param(CURRENT, ["--mcp-servers-json", "NaN"], "--mcp-servers-json", "NaN is no JSON", id="json-nan"),
     pytest.param(CURRENT, ["--draft", "4"], "--draft", "removed from this engine (use --spec-draft-n-max",
                  id="tombstone"),
     pytest.param(CURRENT, ["--version"], "--version", "print and exit", id="exits"),
