@@ -42,7 +42,7 @@ def load_properties(examples: int):
     """Import the test module under the long profile; its @given tests by name."""
     os.environ["LLAMAFLEET_FUZZ_PROFILE"] = "long"
     os.environ["LLAMAFLEET_FUZZ_EXAMPLES"] = str(examples)
-    from tests.unit.fuzz import test_plan_properties as module  # noqa: PLC0415 - after the profile is chosen
+    from tests.unit.plugins.module_utils import test_plan_properties as module  # noqa: PLC0415 - after the profile is chosen
 
     return {name: fn for name, fn in vars(module).items() if name.startswith("test_") and hasattr(fn, "hypothesis")}
 

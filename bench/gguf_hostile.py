@@ -42,12 +42,12 @@ import conftest  # noqa: E402 - makes ansible_collections.llamafleet.llamacpp im
 
 conftest.collection_path()
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.gguf_meta import (  # noqa: E402
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.gguf_header import (  # noqa: E402
     GGUFError,
     clear_cache,
     read_gguf_info,
 )
-from tests.unit.probes.gguf_corpus import (  # noqa: E402
+from tests.unit.support.gguf_corpus import (  # noqa: E402
     hostile_files,
     put,
     section_cuts,

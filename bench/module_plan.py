@@ -36,13 +36,13 @@ import conftest  # noqa: E402 - makes ansible_collections.llamafleet.llamacpp im
 TREE = conftest.collection_path()
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils import gguf_meta  # noqa: E402
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_docker import DockerAccess  # noqa: E402
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_engine import (  # noqa: E402
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.docker import DockerAccess  # noqa: E402
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.engine import (  # noqa: E402
     binary_launcher,
     engine_env,
     run_preflight,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_host import (  # noqa: E402
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_host import (  # noqa: E402
     ProbeOptions,
     probe_and_plan,
 )

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.compose import (
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.compose_service import (
     DEFAULT_HEALTH_COMMAND,
     ComposeError,
     ServiceSpec,

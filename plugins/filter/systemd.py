@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.systemd import (
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_quoting import (
     UnitValueError,
     environment_assignment,
     exec_start,

@@ -10,46 +10,45 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils import (
-    cache,
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner import (
     capabilities,
     checkpoints,
     cuda_knobs,
     extra_args,
     fidelity,
-    fit,
+    fit_target,
     flash_attn,
+    launch_queues,
     load_guard,
     load_mode,
     moe,
-    persist,
-    queues,
+    prompt_cache,
     reasoning,
     side_slot,
-    spec,
-    split,
+    speculative,
+    tensor_split,
     threads,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.errors import PlanError
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.facts import (
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.argv_tokens import arg_value, has_any_flag
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.errors import PlanError
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import (
     CpuBudget,
     GGUFInfo,
     HostFacts,
     SplitDev,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flag_table import (
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.flag_table import (
     check_engine_environment,
     check_extra_args,
     read_flag_table,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flags import arg_value, has_any_flag
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.listen import (
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.listen import (
     health_target,
     listen_addresses,
     loopback_only,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.notes import Note
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.placement import (
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.notes import Note
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.placement import (
     NGL_FLAGS,
     api_key_in_effect,
     effective_kv_types,
@@ -57,17 +56,21 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.placement impo
     ngl_forced,
     preset_kv_types,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.preset import (
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_text import (
     PresetError,
     normalize_preset,
     parse_env,
     split_args,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.preset_types import (
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_types import (
     read_external,
     read_host,
     read_port,
     read_preset,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.slot_persist import (
+    slot_persist_note,
+    slot_persist_plan,
 )
 
 __all__ = [
@@ -240,12 +243,12 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
 
     # Accepted tensor split counts as a hand-written "-sm tensor" for the rules
     # that read placement (launch queues, CUDA graphs, --fit).
-    split_plan = split.split_plan(preset, extra, facts)
+    split_plan = tensor_split.split_plan(preset, extra, facts)
     place = [*extra, "-sm", "tensor"] if split_plan.on else extra
     env.update(split_plan.env)
     notes.extend(split_plan.notes)
 
-    queue_value, queue_notes = queues.launch_queues_env(preset, place, facts)
+    queue_value, queue_notes = launch_queues.launch_queues_env(preset, place, facts)
     if queue_value:
         env["CUDA_SCALE_LAUNCH_QUEUES"] = queue_value
     notes.extend(queue_notes)
@@ -288,7 +291,7 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
             notes.append(ngl_note)
         argv += layer_flags
 
-    fit_flags, fit_notes = fit.fit_target_args(preset, place, facts)
+    fit_flags, fit_notes = fit_target.fit_target_args(preset, place, facts)
     argv += fit_flags
     argv += split_plan.args
     notes.extend(fit_notes)
@@ -329,15 +332,15 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
                 )
             )
 
-    cache_flags, cache_notes = cache.cache_ram_args(preset, extra, facts)
+    cache_flags, cache_notes = prompt_cache.cache_ram_args(preset, extra, facts)
     argv += cache_flags
-    slot_flags = cache.slot_save_args(preset, extra, facts)
+    slot_flags = prompt_cache.slot_save_args(preset, extra, facts)
     if slot_flags:
         swaps.append((len(argv) + 1, SWAP_SLOT_DIR))
     argv += slot_flags
     notes.extend(cache_notes)
-    slot_persist, persist_why = persist.slot_persist_plan(preset, extra, facts)
-    persist_note = persist.slot_persist_note(slot_persist, persist_why)
+    slot_persist, persist_why = slot_persist_plan(preset, extra, facts)
+    persist_note = slot_persist_note(slot_persist, persist_why)
     if persist_note:
         notes.append(persist_note)
 
@@ -345,7 +348,7 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
     argv += ckpt_flags
     notes.extend(ckpt_notes)
 
-    spec_flags, spec_notes = spec.spec_args(preset, extra, facts)[:2]
+    spec_flags, spec_notes = speculative.spec_args(preset, extra, facts)[:2]
     argv += spec_flags
     notes.extend(spec_notes)
 

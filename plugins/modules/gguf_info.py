@@ -144,14 +144,14 @@ import os  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.gguf_meta import (  # noqa: E402
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.recurrent_state import is_hybrid, state_bytes  # noqa: E402
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.gguf_header import (  # noqa: E402
     GGUFError,
     read_gguf_info,
     shard_family,
     shard_family_missing,
     shard_family_size,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.state import is_hybrid, state_bytes  # noqa: E402
 
 
 def main() -> None:

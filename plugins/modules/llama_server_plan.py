@@ -357,20 +357,20 @@ import traceback  # noqa: E402
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils import planner  # noqa: E402
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.facts import (  # noqa: E402
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import (  # noqa: E402
     CpuBudget,
     GGUFInfo,
     HostFacts,
     SplitDev,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_docker import DockerAccess  # noqa: E402
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_host import (  # noqa: E402
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.docker import DockerAccess  # noqa: E402
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_host import (  # noqa: E402
     ProbeError,
     ProbeOptions,
     check_port,
     probe_and_plan,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.systemd import (  # noqa: E402
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_quoting import (  # noqa: E402
     UnitValueError,
     exec_start,
 )

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils import planner
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.compose import (
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.compose_service import (
     SECRET_PATH,
     ServiceSpec,
     compose_fragment,

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_host import ProbeOptions, probe_and_plan
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.planner import Plan, PlanError, parse_env
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_host import ProbeOptions, probe_and_plan
 
 from .conftest import Server, free_port
 

@@ -27,16 +27,16 @@ import pytest
 from hypothesis import given
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils import planner
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.engine_inputs import environment_problem
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.flags import has_any_flag
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_engine import (
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.argv_tokens import has_any_flag
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.engine_inputs import environment_problem
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.engine import (
     binary_launcher,
     cached_devices,
     engine_env,
     read_help,
     run_preflight,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_host import arg_env_from, user_env_from
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_host import arg_env_from, user_env_from
 
 from ..unit.fuzz.strategies import worlds
 from ..unit.fuzz.test_plan_properties import FUZZ, check_refusal

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils.probe_engine import (
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.engine import (
     binary_launcher,
     engine_env,
     run_preflight,
