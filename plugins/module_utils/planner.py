@@ -29,6 +29,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner impor
     tensor_split,
     threads,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.access import api_key_in_effect
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.argv_tokens import arg_value, has_any_flag
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.errors import PlanError
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import (
@@ -50,7 +51,6 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.liste
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.notes import Note
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.placement import (
     NGL_FLAGS,
-    api_key_in_effect,
     effective_kv_types,
     ngl_args,
     ngl_forced,

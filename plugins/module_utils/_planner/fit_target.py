@@ -14,9 +14,10 @@ from collections.abc import Mapping, Sequence
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.argv_tokens import has_any_flag
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.capabilities import supports_fit_target
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.context_size import ctx_fixed
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import HostFacts
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.notes import Note
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.placement import ctx_fixed, fit_blocker
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.placement import fit_blocker
 
 # llama.cpp's own default margin; tighter than that, --fit packs beyond what it
 # can estimate and the first long prompt can end in a cudaMalloc failure.

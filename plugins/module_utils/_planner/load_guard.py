@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.access import is_external
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.argv_tokens import (
     env_truthy,
     flag_value,
@@ -23,7 +24,6 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.argv_
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.capabilities import supports_load_mode
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import HostFacts, SplitDev
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.notes import Note, gib_text
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.placement import is_external
 
 RESIDENT_MODES = ("none", "mlock", "dio", "mmap+mlock")
 LOAD_GUARD_OFF_WORDS = ("off", "0", "false", "non", "no")

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.access import is_external
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.argv_tokens import flag_value, parse_int
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.capabilities import supports_fit
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.context_size import serve_ubatch
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import HostFacts
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.notes import Note, gib_text
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.placement import (
@@ -21,8 +23,6 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.place
     TENSOR_OVERRIDE,
     cpu_experts,
     fit_blocker,
-    is_external,
-    serve_ubatch,
 )
 
 # Margin per card --fit keeps free (the FIT_TARGET minimum): a model within

@@ -19,16 +19,11 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.argv_
     parse_int,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.capabilities import fits_layers_itself
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import GGUFInfo, HostFacts
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.listen import DEFAULT_HOST, loopback_only
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import HostFacts
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.notes import Note
 
-DEFAULT_CTX = "32768"
-DEFAULT_UBATCH = 512
 NGL_SENTINEL = "999"
 NGL_FLAGS = ("-ngl", "--n-gpu-layers", "--gpu-layers")
-CTX_FLAGS = ("-c", "--ctx-size")
-UBATCH_FLAGS = ("-ub", "--ubatch-size")
 OT_FLAGS = ("-ot", "--override-tensor")
 SPLIT_MODE_FLAGS = ("-sm", "--split-mode")
 DEVICE_FLAGS = ("-dev", "--device")
@@ -41,11 +36,6 @@ N_CPU_LAYER_FLAGS = (
     ("LLAMA_ARG_N_CPU_FFN", ("-ncffn", "--n-cpu-ffn"), "--n-cpu-ffn"),
 )
 KV_ON_CPU = "KV cache on CPU"
-
-
-def is_external(preset: Mapping[str, str]) -> bool:
-    """EXTERNAL=1: the preset targets a remote API, no local engine."""
-    return preset.get("EXTERNAL", "").strip() == "1"
 
 
 def ngl_args(ngl: str, fits_itself: bool, knows_all: bool = True) -> tuple[list[str], Note | None]:
@@ -112,34 +102,6 @@ def tensor_override(extra: Sequence[str], arg_env: Mapping[str, str]) -> str:
     ):
         return TENSOR_OVERRIDE
     return _n_cpu_layers_reason(extra, arg_env)
-
-
-def ctx_text(preset: Mapping[str, str], extra: Sequence[str]) -> str:
-    """The context the engine will see, as written."""
-    return flag_value(extra, *CTX_FLAGS) or preset.get("CTX", "").strip() or DEFAULT_CTX
-
-
-def ctx_fixed(preset: Mapping[str, str], extra: Sequence[str]) -> tuple[str, bool]:
-    """(context text, fixed): fixed = a token count > 0, so --fit cannot shrink it."""
-    text = ctx_text(preset, extra)
-    n = parse_int(text)
-    return text, n is not None and n > 0
-
-
-def serve_ctx(preset: Mapping[str, str], extra: Sequence[str], gguf: GGUFInfo | None) -> int:
-    """Context in tokens; 0 = unknown; ``0`` written = the model's training context."""
-    n = parse_int(ctx_text(preset, extra))
-    if n is None or n < 0:
-        return 0
-    if n == 0 and gguf is not None:
-        return gguf.context_length
-    return n
-
-
-def serve_ubatch(preset: Mapping[str, str], extra: Sequence[str]) -> int:
-    text = flag_value(extra, *UBATCH_FLAGS) or preset.get("UBATCH", "").strip() or str(DEFAULT_UBATCH)
-    n = parse_int(text)
-    return 0 if n is None or n < 0 else n
 
 
 def preset_kv_types(preset: Mapping[str, str]) -> tuple[str, str]:
@@ -262,16 +224,7 @@ def fit_blocker(preset: Mapping[str, str], extra: Sequence[str], facts: HostFact
     return ""
 
 
-def api_key_in_effect(preset: Mapping[str, str], facts: HostFacts) -> bool:
-    """A key protects the server: the engine's key file, or the preset's API_KEY."""
-    return bool(facts.api_key_file) or bool(preset.get("API_KEY", "").strip())
 
 
-def effective_host(preset: Mapping[str, str], extra: Sequence[str]) -> str:
-    """The --host value the engine gets: EXTRA_ARGS' last, else HOST, else Loki's default."""
-    return flag_value(extra, "--host") or preset.get("HOST", "") or DEFAULT_HOST
 
 
-def slot_save_safe(preset: Mapping[str, str], extra: Sequence[str], facts: HostFacts) -> bool:
-    """/slots actions are only for a server others cannot reach without a key."""
-    return loopback_only(effective_host(preset, extra)) or api_key_in_effect(preset, facts)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.access import slot_save_safe
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.argv_tokens import (
     C_INT_MAX,
     flag_value,
@@ -24,13 +25,12 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.capab
     supports_cache_ram,
     supports_slot_save_path,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.context_size import serve_ctx
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import HostFacts
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.notes import Note
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.placement import (
     cpu_weights,
     effective_kv_types,
-    serve_ctx,
-    slot_save_safe,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.recurrent_state import MIB, state_bytes
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.slot_persist import slot_persist_plan

@@ -16,19 +16,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.access import is_external
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.argv_tokens import (
     C_INT_MAX,
     has_any_flag,
     parse_int,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.capabilities import supports_no_kv_unified
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.context_size import DEFAULT_CTX
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import HostFacts
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.notes import Note
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.placement import (
-    DEFAULT_CTX,
     cpu_weights,
     effective_kv_types,
-    is_external,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.recurrent_state import (
     MIB,

@@ -15,15 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.access import is_external, slot_save_safe
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.argv_tokens import has_any_flag
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.capabilities import supports_slot_save_path
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import HostFacts
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.notes import Note
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.placement import (
-    cpu_weights,
-    is_external,
-    slot_save_safe,
-)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.placement import cpu_weights
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.switches import (
     SPEC_OFF,
     SPLIT_NONE,

@@ -43,13 +43,13 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.capab
     supports_spec_n_max,
     supports_spec_sampling,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.context_size import ctx_fixed
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.cuda_knobs import op_offload_threshold
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import HostFacts
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.notes import Note
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.placement import (
     DEVICE_FLAGS,
     cpu_weights,
-    ctx_fixed,
     fit_blocker,
     ngl_forced,
 )

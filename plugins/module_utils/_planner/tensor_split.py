@@ -17,6 +17,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.access import is_external
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.argv_tokens import (
     env_truthy,
     flag_value,
@@ -26,6 +27,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.argv_
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.capabilities import (
     supports_tensor_split_mode,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.context_size import ctx_fixed, serve_ctx
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import HostFacts, SplitDev
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.notes import Note
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.placement import (
@@ -34,11 +36,8 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.place
     NGL_FLAGS,
     OFF_WORDS,
     SPLIT_MODE_FLAGS,
-    ctx_fixed,
     effective_kv_types,
-    is_external,
     kv_offloaded,
-    serve_ctx,
     tensor_override,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.recurrent_state import (

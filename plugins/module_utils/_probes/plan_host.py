@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils import planner
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner import capabilities
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.access import is_external
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.argv_tokens import arg_value, has_any_flag
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.engine_inputs import (
     KEY_VARIABLE,
@@ -28,7 +29,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.load_
     engine_vram_from_devices,
     load_guard_needs_devices,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.placement import DEVICE_FLAGS, is_external
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.placement import DEVICE_FLAGS
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_types import read_gpu_selection
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.recurrent_state import is_hybrid
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.switches import (

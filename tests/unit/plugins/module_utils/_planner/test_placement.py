@@ -3,7 +3,6 @@
 import pytest
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner import placement as pl
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import GGUFInfo, HostFacts
 
 
 @pytest.mark.parametrize(
@@ -93,46 +92,6 @@ def test_tensor_override(extra, env, reason):
 
 
 @pytest.mark.parametrize(
-    ("preset", "extra", "text", "fixed"),
-    [
-        pytest.param({}, [], "32768", True, id="default"),
-        pytest.param({"CTX": " 8192 "}, [], "8192", True, id="trimmed"),
-        pytest.param({"CTX": "8192"}, ["-c", "0"], "0", False, id="extra-zero"),
-        pytest.param({"CTX": "0"}, [], "0", False, id="zero"),
-        pytest.param({"CTX": "-5"}, [], "-5", False, id="negative"),
-        pytest.param({"CTX": "32k"}, [], "32k", False, id="text"),
-        pytest.param({}, ["--ctx-size=4096"], "4096", True, id="extra-long"),
-    ],
-)
-def test_ctx_fixed(preset, extra, text, fixed):
-    assert pl.ctx_fixed(preset, extra) == (text, fixed)
-
-
-@pytest.mark.parametrize(
-    ("preset", "extra", "gguf", "ctx"),
-    [
-        pytest.param({}, [], None, 32768, id="default"),
-        pytest.param({"CTX": "0"}, [], GGUFInfo(context_length=131072), 131072, id="zero-training"),
-        pytest.param({"CTX": "0"}, [], None, 0, id="zero-unknown"),
-        pytest.param({"CTX": "abc"}, [], GGUFInfo(context_length=8), 0, id="text"),
-        pytest.param({"CTX": "-1"}, [], None, 0, id="negative"),
-        pytest.param({"CTX": "100"}, ["-c", "200"], None, 200, id="extra-wins"),
-    ],
-)
-def test_serve_ctx(preset, extra, gguf, ctx):
-    assert pl.serve_ctx(preset, extra, gguf) == ctx
-
-
-@pytest.mark.parametrize(
-    ("preset", "extra", "ub"),
-    [({}, [], 512), ({"UBATCH": "2048"}, [], 2048), ({"UBATCH": "1"}, ["-ub", "4096"], 4096),
-     ({}, ["--ubatch-size=x"], 0), ({"UBATCH": "-3"}, [], 0)],
-)
-def test_serve_ubatch(preset, extra, ub):
-    assert pl.serve_ubatch(preset, extra) == ub
-
-
-@pytest.mark.parametrize(
     ("preset", "extra", "env", "expected"),
     [
         pytest.param({}, [], {}, ("", "", ""), id="defaults"),
@@ -216,26 +175,3 @@ def test_split_mode_written():
     assert pl.split_mode_written([], {}) == ""
 
 
-@pytest.mark.parametrize(
-    ("preset", "extra", "key_file", "safe"),
-    [
-        pytest.param({}, [], "", False, id="default-all-interfaces"),
-        pytest.param({"HOST": "127.0.0.1"}, [], "", True, id="loopback"),
-        pytest.param({"HOST": " [::1] "}, [], "", True, id="ipv6-brackets"),
-        pytest.param({"HOST": "localhost"}, [], "", True, id="localhost"),
-        pytest.param({"HOST": "127.0.0.1"}, ["--host", "0.0.0.0"], "", False, id="extra-overrides"),
-        pytest.param({"HOST": "0.0.0.0"}, ["--host=127.0.0.1"], "", True, id="extra-equals"),
-        pytest.param({"HOST": "10.0.0.5"}, [], "/run/credentials/x/api_key", True, id="key-file"),
-        pytest.param({"HOST": "10.0.0.5", "API_KEY": " s3cret "}, [], "", True, id="preset-key"),
-        pytest.param({"HOST": "10.0.0.5", "API_KEY": "  "}, [], "", False, id="blank-key"),
-    ],
-)
-def test_slot_save_safe(preset, extra, key_file, safe):
-    assert pl.slot_save_safe(preset, extra, HostFacts(api_key_file=key_file)) is safe
-
-
-@pytest.mark.parametrize(
-    ("preset", "external"), [({"EXTERNAL": " 1 "}, True), ({"EXTERNAL": "true"}, False), ({}, False)]
-)
-def test_is_external(preset, external):
-    assert pl.is_external(preset) is external
