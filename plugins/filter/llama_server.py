@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner import preset_layers
+
 # Flags whose value the summary shows; the last occurrence wins, as in the engine (the user's EXTRA_ARGS come
 # last in the planned argv). Display only: where the engine listens is the plan's decision, read as it is.
 CTX_FLAGS = ("-c", "--ctx-size")
@@ -18,49 +20,19 @@ CACHE_RAM_FLAGS = ("-cram", "--cache-ram")
 
 
 def merge_preset(base, *layers) -> dict:
-    """Layer preset mappings, later layers winning; keys upper-cased (Loki keys are case-insensitive).
-
-    ``None`` layers are skipped, so optional per-instance settings can be passed as they are.
-    """
-    merged: dict = {}
-    for position, layer in enumerate((base, *layers)):
-        if layer is None:
-            continue
-        if not isinstance(layer, Mapping):
-            raise AnsibleFilterError(f"merge_preset: layer {position} is not a mapping of preset keys")
-        for key, value in layer.items():
-            name = str(key).strip().upper()
-            if not name:
-                raise AnsibleFilterError(f"merge_preset: layer {position} has an empty key")
-            merged[name] = value
-    return merged
-
-
-# Per-instance settings that are preset keys under another name.
-INSTANCE_PRESET_KEYS = {"port": "PORT", "host": "HOST", "cuda_visible_devices": "CUDA_VISIBLE_DEVICES"}
+    """Layer preset mappings, later layers winning; keys upper-cased (preset_layers.merge_preset)."""
+    try:
+        return preset_layers.merge_preset(base, *layers)
+    except preset_layers.PresetLayerError as err:
+        raise AnsibleFilterError(str(err)) from err
 
 
 def instance_preset(instance, presets) -> dict:
-    """The preset an instance runs: its named preset, then its ``settings``, then port/host/GPU selection.
-
-    Keys are upper-cased; an API_KEY stays in the result (the role moves it to a credential file).
-    """
-    if not isinstance(instance, Mapping):
-        raise AnsibleFilterError("instance_preset: the input must be an instance mapping")
-    presets = presets or {}
-    if not isinstance(presets, Mapping):
-        raise AnsibleFilterError("instance_preset: presets must be a mapping of preset name to preset")
-    name = instance.get("name", "?")
-    preset_name = instance.get("preset") or ""
-    if preset_name and preset_name not in presets:
-        known = ", ".join(sorted(map(str, presets))) or "none defined"
-        raise AnsibleFilterError(
-            f"instance {name}: preset {preset_name!r} is not in llama_server_presets (known: {known})"
-        )
-    base = presets[preset_name] if preset_name else {}
-    specials = {key: instance[option] for option, key in INSTANCE_PRESET_KEYS.items()
-                if instance.get(option) is not None and instance.get(option) != ""}
-    return merge_preset(base, instance.get("settings"), specials)
+    """The preset an instance runs (preset_layers.instance_preset); an API_KEY stays in the result."""
+    try:
+        return preset_layers.instance_preset(instance, presets)
+    except preset_layers.PresetLayerError as err:
+        raise AnsibleFilterError(str(err)) from err
 
 
 def instances_in_state(instances, state: str = "present") -> list:

@@ -32,6 +32,10 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner impor
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.access import api_key_in_effect
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.argv_tokens import arg_value, has_any_flag
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.errors import PlanError
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.expectations import (
+    Expectations,
+    expectations,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import (
     CpuBudget,
     GGUFInfo,
@@ -120,6 +124,7 @@ class Decisions:
     --slot-save-path the plan wrote (the service creates and empties it), ``slot_persist``: SLOT_PERSIST
     was accepted, so persist-* files survive that emptying. ``api_key_file``: the --api-key-file the plan
     wrote. ``preflight_swaps``: (argv index, what) of values that exist only under the service.
+    ``expect``: what the running engine must report in /props (context, slots, model), from the final argv.
     """
 
     host: str = ""
@@ -132,6 +137,7 @@ class Decisions:
     slot_persist: bool = False
     api_key_file: str = ""
     preflight_swaps: tuple[tuple[int, str], ...] = ()
+    expect: Expectations = field(default_factory=Expectations)
 
     def as_dict(self) -> dict:
         return {
@@ -145,6 +151,7 @@ class Decisions:
             "slot_persist": self.slot_persist,
             "api_key_file": self.api_key_file,
             "preflight_swaps": [list(swap) for swap in self.preflight_swaps],
+            "expect": self.expect.as_dict(),
         }
 
 
@@ -380,6 +387,7 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
         slot_persist=slot_persist,
         api_key_file=key_file,
         swaps=tuple(swaps),
+        expect=expectations(argv, facts.gguf, engine_fits_itself=capabilities.fits_layers_itself(help_text)),
     )
     return Plan(
         argv=argv,
@@ -401,7 +409,7 @@ def _extra_listen_value(reader, flag: str, value: str) -> str:
         raise PlanError(message, key="EXTRA_ARGS", value=value, token=flag) from None
 
 
-def _decisions(argv, extra, table, *, slot_dir, slot_persist, api_key_file, swaps) -> Decisions:
+def _decisions(argv, extra, table, *, slot_dir, slot_persist, api_key_file, swaps, expect) -> Decisions:
     host = arg_value(argv, "--host")
     port = arg_value(argv, "--port")
     # EXTRA_ARGS speak last; what they set is held to the HOST and PORT rules too.
@@ -421,6 +429,7 @@ def _decisions(argv, extra, table, *, slot_dir, slot_persist, api_key_file, swap
         slot_persist=slot_persist and bool(slot_dir),
         api_key_file=api_key_file,
         preflight_swaps=swaps,
+        expect=expect,
     )
 
 

@@ -97,6 +97,12 @@ options:
         1 GiB) of it, the previous value is kept so that plans do not flap with the page cache.
     type: int
     default: 0
+  state_file:
+    description:
+      - The planning state a verified deployment left (a JSON file written by
+        C(llamafleet.llamacpp.llama_server_apply)). Its C(ram_avail_mib) is used as O(stable_ram_avail_mib) when
+        that is not given. A missing or unreadable file means a first deployment.
+    type: path
   spec_auto_blocked:
     description:
       - Reason a previous C(SPEC=auto) launch with this configuration never became healthy; blocks C(SPEC=auto).
@@ -352,6 +358,7 @@ engine_runs:
 """
 
 import dataclasses  # noqa: E402
+import json  # noqa: E402
 import traceback  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
@@ -423,6 +430,18 @@ def read_preset(module: AnsibleModule) -> dict[str, str]:
 IMAGE_DEFAULT_BIN = "/app/llama-server"
 
 
+def previous_ram_avail(path: str | None) -> int:
+    """The free RAM the last verified plan used, from its state file; 0 = none (a first deployment)."""
+    if not path:
+        return 0
+    try:
+        with open(path, encoding="utf-8") as handle:
+            value = json.load(handle).get("ram_avail_mib", 0)
+    except (OSError, ValueError, AttributeError):
+        return 0
+    return value if isinstance(value, int) and value > 0 else 0
+
+
 def notes_out(notes) -> list[dict]:
     return [n.as_dict() for n in notes]
 
@@ -443,6 +462,7 @@ def main() -> None:
             "slot_dir": {"type": "path"},
             "cache_dir": {"type": "path"},
             "stable_ram_avail_mib": {"type": "int", "default": 0},
+            "state_file": {"type": "path"},
             "spec_auto_blocked": {"type": "str", "default": ""},
             "check_port": {"type": "bool", "default": True},
             "fail_on_refusal": {"type": "bool", "default": True},
@@ -487,7 +507,7 @@ def main() -> None:
                     slot_dir=params["slot_dir"] or "",
                     cache_dir=params["cache_dir"] or "",
                     write_cache=not module.check_mode,
-                    stable_ram_avail_mib=params["stable_ram_avail_mib"],
+                    stable_ram_avail_mib=params["stable_ram_avail_mib"] or previous_ram_avail(params["state_file"]),
                     spec_auto_blocked=params["spec_auto_blocked"],
                     engine_image=params["engine_image"],
                     container=params["container"],

@@ -54,14 +54,3 @@ def test_role_reads_the_key_where_the_secret_is_mounted():
 def test_role_default_health_command_is_the_filters():
     defaults = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
     assert tuple(defaults["llama_server_compose_health_command"]) == DEFAULT_HEALTH_COMMAND
-
-
-def test_role_shuts_out_config_ini_where_engine_inputs_says():
-    from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.engine_inputs import (  # noqa: PLC0415
-        NO_CONFIG_HOME,
-        SYSTEM_CONFIG_DIR,
-    )
-
-    role_vars = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
-    assert role_vars["_llama_server_no_config_home"] == NO_CONFIG_HOME
-    assert role_vars["_llama_server_system_config_dir"] == SYSTEM_CONFIG_DIR

@@ -26,9 +26,9 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts
 from tests.unit.support.helptexts import NEW_ENGINE, OLD_ENGINE
 
 MODULE_DIR = pathlib.Path(planner.__file__).resolve().parent
-# The layout is the rule: everything under _planner/ and _render/ is pure, and so is the planner façade;
+# The layout is the rule: everything under _planner/, _render/ and _apply/ is pure, and so is the planner façade;
 # the I/O lives in _probes/. The public façades are the only files at the top.
-PURE_PACKAGES = ("_planner", "_render")
+PURE_PACKAGES = ("_planner", "_render", "_apply")
 IO_PACKAGES = ("_probes",)
 FACADES = {"planner.py", "gguf_meta.py"}
 PURE_MODULES = sorted(

@@ -1,0 +1,172 @@
+# Copyright: (c) 2026, llamafleet maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Controller side of one llama-server instance: layer its preset, plan it on the target, render, apply.
+
+One task per instance instead of a task list: the plan module probes and plans on the target, the unit is
+rendered here in Python, and ``llama_server_apply`` writes it, restarts from the running state, waits,
+verifies and rolls back. The result is the instance's report row. The API key never leaves this plugin in a
+result: it goes to the apply module's no_log options only, and every string of the result is scrubbed of it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._apply.report import early_entry, report_entry
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_layers import (
+    PresetLayerError,
+    instance_preset,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_instance import (
+    InstanceSettings,
+    credential_content,
+    health_timeout_s,
+    instance_paths,
+    key_file_for,
+    render_instance,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_unit import (
+    UnitRenderError,
+    unit_name,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.modules.llama_server_instance import DOCUMENTATION
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.doc_spec import argument_spec
+
+PLAN_MODULE = "llamafleet.llamacpp.llama_server_plan"
+APPLY_MODULE = "llamafleet.llamacpp.llama_server_apply"
+MASK = "********"
+
+# Declared once, in the module stub's documentation.
+ARGUMENT_SPEC = argument_spec(DOCUMENTATION)
+
+
+def scrub(value, secret: str):
+    """The value with every occurrence of the secret masked (defence in depth: it should never be there)."""
+    if not secret:
+        return value
+    if isinstance(value, str):
+        return value.replace(secret, MASK)
+    if isinstance(value, Mapping):
+        return {k: scrub(v, secret) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [scrub(v, secret) for v in value]
+    return value
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        instance = args["instance"]
+        name = str(instance.get("name") or "")
+        key = ""
+        try:
+            preset = instance_preset(instance, args["presets"])
+            key = str(instance.get("api_key") or preset.get("API_KEY") or "").strip()
+            outcome = self._instance(name, instance, preset, key, args=args, task_vars=task_vars or {})
+        except PresetLayerError as err:
+            outcome = {"failed": True, "msg": str(err), "report": early_entry(name, "failed", str(err))}
+        result.update(scrub(outcome, key))
+        return result
+
+    # ------------------------------------------------------------------------------------------------
+    def _module(self, module: str, module_args: dict, task_vars: dict, python: str) -> dict:
+        use_vars = dict(task_vars)
+        if python:
+            use_vars["ansible_python_interpreter"] = python
+        found = self._execute_module(module_name=module, module_args=module_args, task_vars=use_vars)
+        found.pop("invocation", None)
+        return found
+
+    def _instance(self, name, instance, preset, key, *, args, task_vars) -> dict:
+        unit = unit_name(name)
+        if args["pending"]:
+            message = f"check mode: {args['pending']}"
+            return {"changed": True, "report": early_entry(name, "pending", message, unit, changed=True)}
+        settings = InstanceSettings(
+            user=args["user"], group=args["group"], home=args["home"], config_dir=args["config_dir"],
+            credentials_dir=args["credentials_dir"], nvidia=args["nvidia"], protect_home=args["protect_home"],
+            restart_sec=args["restart_sec"], stop_timeout_s=args["stop_timeout_s"],
+            limit_nofile=args["limit_nofile"],
+        )
+        paths = instance_paths(name, settings)
+        base_env = {**args["environment"], **(instance.get("environment") or {})}
+        plan = self._module(PLAN_MODULE, {
+            "bin": args["engine"],
+            "home": paths.home_dir,
+            "model_dirs": [args["models_dir"], *args["model_dirs"]],
+            "instance": name,
+            "unit": unit,
+            "preset": {k: v for k, v in preset.items() if k != "API_KEY"},
+            "environment": base_env,
+            "api_key_file": key_file_for(name, bool(key)),
+            "engine_official": args["engine_official"],
+            "cache_dir": f"{args['plan_cache_dir']}/{name}",
+            "state_file": paths.state_file,
+        }, task_vars, args["python"])
+        if plan.get("failed"):
+            message = f"instance {name}: {plan.get('msg') or 'planning failed'}"
+            return {"failed": True, "msg": message, "plan": plan,
+                    "report": early_entry(name, "failed", message + " (nothing was changed)", unit)}
+        if plan.get("external"):
+            entry = early_entry(name, "external", unit=unit)
+            entry["notes_count"] = len(plan.get("notes") or [])
+            return {"changed": False, "plan": plan, "report": entry}
+        decisions = plan["decisions"]
+        if not (decisions.get("loopback_only") or key or args["allow_open"]):
+            message = (f"instance {name} would listen on {decisions.get('host')} (beyond loopback) without an API "
+                       "key. Give it an api_key (vault), listen on 127.0.0.1, or set llama_server_allow_open: true "
+                       "to accept an open server.")
+            return {"failed": True, "msg": message, "plan": plan,
+                    "report": early_entry(name, "failed", message + " (nothing was changed)", unit)}
+        try:
+            rendered = render_instance(name, plan, settings, base_env, bool(key))
+        except UnitRenderError as err:
+            message = f"the planned instance cannot be written into a unit: {err}"
+            return {"failed": True, "msg": message, "plan": plan,
+                    "report": early_entry(name, "failed", message, unit)}
+        facts = plan.get("facts") or {}
+        applied = self._module(APPLY_MODULE, {
+            "instance": name,
+            "unit_content": rendered.unit_content,
+            "argv": plan["argv"],
+            "environment": rendered.environment,
+            "credentials": [{"path": path, "label": label, "content": credential_content(holds, key)}
+                            for path, label, holds in rendered.credentials],
+            "remove": list(rendered.remove),
+            "home_dir": paths.home_dir,
+            "user": args["user"],
+            "group": args["group"],
+            "expect": decisions.get("expect") or {},
+            "api_key": key,
+            "health_url": decisions["health_url"],
+            "health_unix_socket": decisions.get("health_unix_socket") or "",
+            "health_timeout_s": health_timeout_s(int(facts.get("model_bytes") or 0),
+                                                 args["health_timeout_base_s"], args["health_timeout_per_gib_s"]),
+            "listen_timeout_s": args["health_listen_timeout_s"],
+            "health_delay_s": args["health_delay_s"],
+            "journal_lines": args["journal_lines"],
+            "state_file": paths.state_file,
+            "last_good_dir": f"{args['config_dir']}/last-good",
+            # As the role wrote it before (to_nice_json), so an upgrade leaves the file as it is.
+            "state_content": json.dumps({"ram_avail_mib": int(facts.get("ram_avail_mib") or 0)}, indent=4) + "\n",
+        }, task_vars, args["python"])
+        entry = report_entry(name, plan, applied, unit)
+        outcome = {
+            "changed": bool(applied.get("changed")),
+            "plan": {k: plan.get(k) for k in ("argv", "exec_start", "env", "notes", "plan_warnings", "decisions",
+                                              "facts", "preflight", "unset_environment")},
+            "applied": applied,
+            "report": entry,
+        }
+        if "diff" in applied:
+            outcome["diff"] = applied["diff"]
+        if applied.get("failed"):
+            outcome.update(failed=True, msg=applied.get("msg") or f"instance {name}: the deployment failed")
+        return outcome

@@ -1,0 +1,69 @@
+"""One instance's row of the host report, from the plan and from what the apply step observed.
+
+Pure. What runs comes from the apply result (the engine's /props, its PID, /health); the plan only says what
+was planned. A failed instance therefore shows what still runs there, not the plan it was refused.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping
+
+
+def _observed_ctx(props: Mapping) -> str:
+    n_ctx = props.get("n_ctx")
+    slots = props.get("total_slots")
+    if not isinstance(n_ctx, int):
+        return ""
+    return f"{n_ctx}" if not isinstance(slots, int) or slots <= 1 else f"{n_ctx}×{slots}"
+
+
+def plan_part(name: str, plan: Mapping, unit: str) -> dict:
+    """What the plan says, for the report."""
+    facts = plan.get("facts") or {}
+    decisions = plan.get("decisions") or {}
+    expect = decisions.get("expect") or {}
+    return {
+        "instance": name,
+        "unit": unit,
+        "model": posixpath.basename(str(facts.get("model") or "")),
+        "planned_ctx": expect.get("ctx") or "",
+        "ngl": expect.get("ngl") or "",
+        "cache_ram": expect.get("cache_ram") or "",
+        "gpus": len(facts.get("gpus") or []),
+        "vram_mib": int(facts.get("vram_mib") or 0),
+        "ram_mib": int(facts.get("ram_mib") or 0),
+        "notes_count": len(plan.get("notes") or []),
+        "host": str(decisions.get("host") or ""),
+        "port": str(decisions.get("port") or ""),
+    }
+
+
+def report_entry(name: str, plan: Mapping, applied: Mapping, unit: str) -> dict:
+    """The row: the plan's part, then what runs (context from /props), what was done and why."""
+    entry = plan_part(name, plan, unit)
+    props = applied.get("props") or {}
+    entry.update(
+        state=str(applied.get("state") or "failed"),
+        ctx=_observed_ctx(props),
+        changed=bool(applied.get("changed")),
+        restarted=bool(applied.get("restarted")),
+        would_restart=bool(applied.get("would_restart")),
+        reasons=list(applied.get("reasons") or []),
+        pid=int(applied.get("pid") or 0),
+        health=applied.get("health", ""),
+        runs_plan=bool(applied.get("runs_plan")),
+        build=str(props.get("build_info") or ""),
+        rolled_back=bool(applied.get("rolled_back")),
+    )
+    if entry["state"] == "failed":
+        entry["error"] = str(applied.get("error") or applied.get("msg") or "failed")
+    return entry
+
+
+def early_entry(name: str, state: str, error: str = "", unit: str = "", changed: bool = False) -> dict:
+    """A row for an instance that never reached the apply step (not plannable yet, refused, external)."""
+    entry = {"instance": name, "unit": unit, "state": state, "changed": changed, "restarted": False}
+    if error:
+        entry["error"] = error
+    return entry

@@ -1,0 +1,58 @@
+"""The preset an instance runs: its named preset, then its own settings, then its port, host and GPU selection.
+
+Pure; used on the controller by the instance action and by the role's filters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+
+class PresetLayerError(ValueError):
+    """An instance or preset mapping that cannot be layered, naming what is wrong."""
+
+
+# Per-instance settings that are preset keys under another name.
+INSTANCE_PRESET_KEYS = {"port": "PORT", "host": "HOST", "cuda_visible_devices": "CUDA_VISIBLE_DEVICES"}
+
+
+def merge_preset(base, *layers) -> dict:
+    """Layer preset mappings, later layers winning; keys upper-cased (Loki keys are case-insensitive).
+
+    ``None`` layers are skipped, so optional per-instance settings can be passed as they are.
+    """
+    merged: dict = {}
+    for position, layer in enumerate((base, *layers)):
+        if layer is None:
+            continue
+        if not isinstance(layer, Mapping):
+            raise PresetLayerError(f"merge_preset: layer {position} is not a mapping of preset keys")
+        for key, value in layer.items():
+            name = str(key).strip().upper()
+            if not name:
+                raise PresetLayerError(f"merge_preset: layer {position} has an empty key")
+            merged[name] = value
+    return merged
+
+
+def instance_preset(instance, presets) -> dict:
+    """The preset an instance runs: its named preset, then its ``settings``, then port/host/GPU selection.
+
+    Keys are upper-cased; an API_KEY stays in the result (the caller moves it to a credential file).
+    """
+    if not isinstance(instance, Mapping):
+        raise PresetLayerError("instance_preset: the input must be an instance mapping")
+    presets = presets or {}
+    if not isinstance(presets, Mapping):
+        raise PresetLayerError("instance_preset: presets must be a mapping of preset name to preset")
+    name = instance.get("name", "?")
+    preset_name = instance.get("preset") or ""
+    if preset_name and preset_name not in presets:
+        known = ", ".join(sorted(map(str, presets))) or "none defined"
+        raise PresetLayerError(
+            f"instance {name}: preset {preset_name!r} is not in llama_server_presets (known: {known})"
+        )
+    base = presets[preset_name] if preset_name else {}
+    specials = {key: instance[option] for option, key in INSTANCE_PRESET_KEYS.items()
+                if instance.get(option) is not None and instance.get(option) != ""}
+    return merge_preset(base, instance.get("settings"), specials)
