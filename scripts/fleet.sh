@@ -374,8 +374,10 @@ write_inventory() {
     echo "[llama_fleet:vars]"
     echo "ansible_user=root"
     echo "ansible_ssh_private_key_file=$(ssh_key)"
-    # Every fleet is new hardware to ssh: no host key prompts, no known_hosts.
-    echo "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR'"
+    # Every fleet is new hardware to ssh: no host key prompts, no known_hosts. Keep-alives bound a silent
+    # partition: a host that stops answering fails after 3 unanswered probes 5 s apart, the others go on.
+    echo "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR" \
+      "-o ServerAliveInterval=5 -o ServerAliveCountMax=3'"
     echo "ansible_python_interpreter=/usr/bin/python3"
     # Root over ssh, no sudo/requiretty: one ssh round trip per task.
     echo "ansible_pipelining=true"

@@ -35,6 +35,9 @@ HEADERS = tuple(header for key, header in COLUMNS)
 STATUS_VAR = "llama_fleet_status"
 REPORT_VAR = "llama_server_report"
 ERROR_VAR = "llama_server_failure"
+# llama_fleet_status values: set when the host's play starts, ok when it ends, failed by its rescue.
+STARTED = "started"
+NOT_DONE = ("failed", "unreachable", "not run")
 DETAIL_MAX = 120
 
 
@@ -63,6 +66,18 @@ def _first_line(text) -> str:
     return lines[0] if lines else ""
 
 
+def _why_restarted(entry: Mapping) -> str:
+    """The first reason an instance was (or, in check mode, would be) restarted: what ran was not the plan."""
+    reasons = entry.get("reasons") or []
+    if not reasons:
+        return ""
+    if entry.get("restarted") is True:
+        return f"restarted: {reasons[0]}"
+    if entry.get("would_restart") is True:
+        return f"would restart: {reasons[0]}"
+    return ""
+
+
 def fleet_summary_rows(hosts: Iterable[str], hostvars: Mapping) -> list[dict]:
     """One dict per host x instance, with every column of the table; hosts keep their order."""
     if isinstance(hosts, str) or not isinstance(hosts, Iterable):
@@ -77,19 +92,24 @@ def fleet_summary_rows(hosts: Iterable[str], hostvars: Mapping) -> list[dict]:
         report = host_vars.get(REPORT_VAR) or []
         error = _first_line(host_vars.get(ERROR_VAR, ""))
         if not status:
-            # The play never ran a task there: unreachable, or its batch was never started.
-            status, error = "failed", error or "unreachable or not run"
+            # The play never ran a task there: its batch was never started (the rollout stopped earlier).
+            status, error = "not run", error or "not reached: the rollout stopped before its batch"
+        elif status == STARTED:
+            # Started, then neither finished nor failed a task: the run lost the host.
+            status, error = "unreachable", error or "unreachable: the run lost this host"
         for entry in report:
             row = {key: entry.get(key, "") for key in KEYS if key != "host"}
             row["host"] = host
-            row["detail"] = _first_line(entry.get("error", "")) or ""
-            if status == "failed" and row.get("state") not in ("failed", "absent"):
+            if entry.get("restarted") is not True and entry.get("would_restart") is True:
+                row["restarted"] = "would"  # check mode: a real run would restart it
+            row["detail"] = _first_line(entry.get("error", "")) or _why_restarted(entry)
+            if status in ("failed", "unreachable") and row.get("state") not in ("failed", "absent"):
                 # The host failed after this instance was handled; say so on the row too.
                 row["detail"] = row["detail"] or (f"host failed: {error}" if error else "host failed")
             rows.append(row)
         if not report:
             row = dict.fromkeys(KEYS, "")
-            row.update(host=host, state=status if status == "failed" else "no instances", detail=error)
+            row.update(host=host, state=status if status in NOT_DONE else "no instances", detail=error)
             rows.append(row)
     return rows
 
@@ -103,14 +123,18 @@ def fleet_summary_markdown(hosts: Iterable[str], hostvars: Mapping, title: str =
     for row in rows:
         lines.append("| " + " | ".join(_cell(row.get(key)) for key in KEYS) + " |")
     host_names = list(dict.fromkeys(row["host"] for row in rows))
-    failed_hosts = sorted({row["host"] for row in rows if row.get("state") == "failed"})
+    by_state = {state: sorted({row["host"] for row in rows if row.get("state") == state}) for state in NOT_DONE}
     restarted = sum(1 for row in rows if row.get("restarted") is True)
+    would = sum(1 for row in rows if row.get("restarted") == "would")
     changed = sum(1 for row in rows if row.get("changed") is True)
     lines.append("")
-    lines.append(
-        f"{len(host_names)} host(s), {len(rows)} row(s); {changed} instance(s) changed, "
-        f"{restarted} restarted; failed hosts: {', '.join(failed_hosts) if failed_hosts else 'none'}."
-    )
+    restarts = f"{restarted} restarted" + (f", {would} would restart" if would else "")
+    hosts_line = f"failed hosts: {', '.join(by_state['failed']) if by_state['failed'] else 'none'}"
+    for state in ("unreachable", "not run"):
+        if by_state[state]:
+            hosts_line += f"; {state}: {', '.join(by_state[state])}"
+    lines.append(f"{len(host_names)} host(s), {len(rows)} row(s); {changed} instance(s) changed, {restarts}; "
+                 f"{hosts_line}.")
     return "\n".join(lines) + "\n"
 
 

@@ -35,6 +35,25 @@ def instance_preset(instance, presets) -> dict:
         raise AnsibleFilterError(str(err)) from err
 
 
+def model_files(models, models_dir: str) -> list:
+    """The role's llama_server_models as files: url, checksum and the path under the models directory.
+
+    The file name is the model's ``name`` when given, else the URL's last path segment (query and fragment cut).
+    """
+    if isinstance(models, (str, Mapping)) or not isinstance(models, Sequence):
+        raise AnsibleFilterError("model_files: llama_server_models must be a list of {url, checksum[, name]}")
+    files = []
+    for position, model in enumerate(models):
+        if not isinstance(model, Mapping) or not model.get("url") or not model.get("checksum"):
+            raise AnsibleFilterError(f"model_files: model {position} needs a url and a checksum")
+        url = str(model["url"])
+        name = str(model.get("name") or posixpath.basename(url.split("?", 1)[0].split("#", 1)[0]))
+        if not name or "/" in name or name in (".", ".."):
+            raise AnsibleFilterError(f"model_files: model {position} ({url}) gives no usable file name; set its name")
+        files.append({"url": url, "checksum": str(model["checksum"]), "path": f"{models_dir}/{name}"})
+    return files
+
+
 def instances_in_state(instances, state: str = "present") -> list:
     """The instances whose ``state`` (default ``present``) is the given one, in their order."""
     if isinstance(instances, (str, Mapping)) or not isinstance(instances, Sequence):
@@ -93,6 +112,7 @@ class FilterModule:
         return {
             "instance_preset": instance_preset,
             "instances_in_state": instances_in_state,
+            "model_files": model_files,
             "merge_preset": merge_preset,
             "plan_summary": plan_summary,
         }

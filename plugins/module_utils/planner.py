@@ -1,6 +1,6 @@
 """Public façade of the pure planner: preset + HostFacts -> Plan.
 
-The contract (names and fields) is documented in DESIGN.md section 2 and must
+The contract (names and fields) is documented in docs/architecture.md ("The planner contract") and must
 stay stable. Everything here is pure: no file, process or environment access;
 the probes fill HostFacts beforehand.
 """
@@ -162,7 +162,7 @@ class Plan:
     notes: list[Note] = field(default_factory=list)
     warnings: list[Note] = field(default_factory=list)
     refusal: Note | None = None
-    # Added beyond DESIGN.md section 2 (additions only):
+    # Added beyond the planner contract, docs/architecture.md (additions only):
     external: bool = False  # EXTERNAL=1: nothing to deploy on this host
     api_key_via_env: bool = False  # the role must pass LLAMA_API_KEY (no --api-key-file)
     decisions: Decisions = field(default_factory=Decisions)
@@ -376,7 +376,7 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
         warnings.append(slow)
     load_warn, refusal = load_guard.load_mode_risk(preset, argv, facts)
     if load_warn:
-        # A warning, not a note (DESIGN.md section 2): the module shows each warning once.
+        # A warning, not a note (the planner contract, docs/architecture.md): the module shows each warning once.
         warnings.append(load_warn)
 
     decisions = _decisions(

@@ -267,7 +267,8 @@ def write_atomically(path: str, content: bytes, mode: int) -> None:
     fd, temporary = tempfile.mkstemp(prefix=".llamafleet-", dir=directory)
     try:
         os.fchmod(fd, mode)
-        os.fchown(fd, 0, 0)
+        if os.geteuid() == 0:
+            os.fchown(fd, 0, 0)
         with os.fdopen(fd, "wb") as handle:
             handle.write(content)
             handle.flush()

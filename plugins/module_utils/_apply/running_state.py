@@ -59,6 +59,8 @@ class UnitState:
     n_restarts: int = 0
     cmdline: tuple[str, ...] = ()
     environ: Mapping[str, str] | None = field(default=None)
+    # Files the main process maps that are gone from disk (replaced or deleted since it opened them).
+    deleted_maps: tuple[str, ...] = ()
 
     @property
     def loaded(self) -> bool:
@@ -102,7 +104,12 @@ def parse_show(text: str) -> dict[str, str]:
     return values
 
 
-def unit_state(show: Mapping[str, str], cmdline: Sequence[str] = (), environ: Mapping[str, str] | None = None):
+def unit_state(
+    show: Mapping[str, str],
+    cmdline: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+    deleted_maps: Sequence[str] = (),
+):
     return UnitState(
         load_state=show.get("LoadState", ""),
         active_state=show.get("ActiveState", ""),
@@ -114,6 +121,7 @@ def unit_state(show: Mapping[str, str], cmdline: Sequence[str] = (), environ: Ma
         n_restarts=_int(show.get("NRestarts", "0")),
         cmdline=tuple(cmdline),
         environ=environ,
+        deleted_maps=tuple(deleted_maps),
     )
 
 
@@ -132,6 +140,22 @@ def parse_environ(data: bytes) -> dict[str, str]:
         if sep and key:
             env[key.decode("utf-8", "surrogateescape")] = value.decode("utf-8", "surrogateescape")
     return env
+
+
+DELETED = " (deleted)"
+# Anonymous shared memory the kernel also shows as deleted files.
+NOT_FILES = ("/memfd:", "/SYSV", "/dev/zero")
+
+
+def parse_deleted_maps(text: str) -> tuple[str, ...]:
+    """/proc/<pid>/maps: the paths of mapped files the kernel marks deleted, each once, in order."""
+    found: dict[str, None] = {}
+    for line in text.splitlines():
+        fields = line.split(maxsplit=5)
+        if (len(fields) == 6 and fields[5].endswith(DELETED) and fields[5].startswith("/")
+                and not fields[5].startswith(NOT_FILES)):
+            found[fields[5][: -len(DELETED)]] = None
+    return tuple(found)
 
 
 def argv_matches(running: Sequence[str], planned: Sequence[str]) -> bool:
@@ -190,6 +214,9 @@ def restart_reasons(
     if not argv_matches(state.cmdline, planned_argv):
         reasons.append("the running engine's command line is not the plan's: "
                        + first_difference(state.cmdline, planned_argv))
+    models = [path for path in state.deleted_maps if path.endswith(".gguf")]
+    if models:
+        reasons.append("the engine still maps a model file that was replaced on disk: " + ", ".join(models))
     if state.environ is not None:
         differing = environment_differences(state.environ, planned_env)
         if differing:

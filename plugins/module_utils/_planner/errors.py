@@ -1,7 +1,7 @@
 """The planner's refusal: a preset that cannot be planned, naming what is wrong.
 
 Kept apart from planner.py so that every rule area can raise it; planner.py
-re-exports it as ``planner.PlanError`` (DESIGN.md section 2).
+re-exports it as ``planner.PlanError`` (the planner contract, docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -138,7 +138,7 @@ def unit_memory_mib(unit: str, root: str = "/") -> int:
     """Anonymous memory of a systemd unit of ``system.slice`` (MiB); 0 when absent or unreadable.
 
     The module adds it back to the free RAM so that the instance's own running
-    service does not shrink the plan once it runs (DESIGN section 4). Only the
+    service does not shrink the plan once it runs (plans must not flap: docs/architecture.md). Only the
     anonymous part (KV cache, compute buffers, a --no-mmap model): the page
     cache of an mmap-ed model is already counted in ``MemAvailable``, so adding
     it again would overstate the free RAM. v2: ``anon`` of

@@ -17,6 +17,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._apply.running
     SHOW_PROPERTIES,
     UnitState,
     parse_cmdline,
+    parse_deleted_maps,
     parse_environ,
     parse_show,
     unit_state,
@@ -53,10 +54,12 @@ def read_unit_state(run: Runner, unit: str, proc_root: str = "/proc") -> UnitSta
         return state
     cmdline = _read_bytes(f"{proc_root}/{state.main_pid}/cmdline")
     environ = _read_bytes(f"{proc_root}/{state.main_pid}/environ")
+    maps = _read_bytes(f"{proc_root}/{state.main_pid}/maps")
     return unit_state(
         show,
         cmdline=parse_cmdline(cmdline or b""),
         environ=parse_environ(environ) if environ is not None else None,
+        deleted_maps=parse_deleted_maps((maps or b"").decode("utf-8", "surrogateescape")),
     )
 
 

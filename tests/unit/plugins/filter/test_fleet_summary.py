@@ -43,7 +43,7 @@ HOSTVARS = {
         "llama_server_report": [entry(state="failed", health=-1, error="new unit did not become healthy\nlog...")],
         "llama_server_failure": "new unit did not become healthy\njournal tail",
     },
-    "h3": {},  # unreachable: the play never set anything there
+    "h3": {"llama_fleet_status": "started"},  # unreachable: started, then lost
     "h4": {"llama_fleet_status": "ok", "llama_server_report": []},
 }
 
@@ -55,13 +55,27 @@ def test_rows_cover_every_host_in_order():
     assert all(set(r) == set(KEYS) for r in rows)
 
 
-def test_failed_and_unreachable_hosts_are_failed_rows():
+def test_failed_unreachable_and_not_reached_hosts_are_told_apart():
     rows = {(r["host"], r["instance"]): r for r in fleet_summary_rows(["h2", "h3", "missing"], HOSTVARS)}
     assert rows[("h2", "main")]["state"] == "failed"
     assert rows[("h2", "main")]["detail"] == "new unit did not become healthy"
-    assert rows[("h3", "")]["state"] == "failed"
-    assert rows[("h3", "")]["detail"] == "unreachable or not run"
-    assert rows[("missing", "")]["state"] == "failed"
+    assert rows[("h3", "")]["state"] == "unreachable"
+    assert rows[("h3", "")]["detail"] == "unreachable: the run lost this host"
+    # Outside the batches that ran (the rollout stopped on the canary): not a failure of that host.
+    assert rows[("missing", "")]["state"] == "not run"
+    assert rows[("missing", "")]["detail"] == "not reached: the rollout stopped before its batch"
+
+
+def test_check_mode_rows_say_would_restart():
+    hostvars = {"h": {"llama_fleet_status": "ok", "llama_server_report": [
+        entry(state="previewed", changed=True, would_restart=True, reasons=["the unit file changed"])]}}
+    (row,) = fleet_summary_rows(["h"], hostvars)
+    assert row["restarted"] == "would"
+    assert row["detail"] == "would restart: the unit file changed"
+    text = fleet_summary_markdown(["h"], hostvars)
+    assert "| yes | would |" in text
+    assert text.splitlines()[-1] == "1 host(s), 1 row(s); 1 instance(s) changed, 0 restarted, 1 would restart; " \
+        "failed hosts: none."
 
 
 def test_instances_handled_before_a_host_failure_say_so():
@@ -89,8 +103,8 @@ def test_markdown_table():
     assert "| h1 | side | deployed |" in lines[5]
     assert "| 8192 |" in lines[5]
     assert "| yes | yes |" in lines[5]
-    assert lines[7].startswith("| h3 | - | failed |")
-    assert lines[-1] == "3 host(s), 4 row(s); 1 instance(s) changed, 1 restarted; failed hosts: h2, h3."
+    assert lines[7].startswith("| h3 | - | unreachable |")
+    assert lines[-1] == "3 host(s), 4 row(s); 1 instance(s) changed, 1 restarted; failed hosts: h2; unreachable: h3."
     assert text.endswith("\n")
 
 
@@ -129,3 +143,20 @@ def test_bad_input(hosts, hostvars):
 
 def test_registered_names():
     assert set(FilterModule().filters()) == {"fleet_summary_markdown", "fleet_summary_rows"}
+
+
+@pytest.mark.parametrize(
+    ("entry", "detail"),
+    [
+        ({"restarted": True, "reasons": ["the unit file changed", "x"]}, "restarted: the unit file changed"),
+        ({"restarted": False, "would_restart": True, "reasons": ["the unit hit its start limit (start-limit-hit)"]},
+         "would restart: the unit hit its start limit (start-limit-hit)"),
+        ({"restarted": False, "reasons": []}, ""),
+        ({"restarted": True, "reasons": ["r"], "error": "boom\nmore"}, "boom"),
+    ],
+)
+def test_the_detail_says_why_an_instance_was_restarted(entry, detail):
+    rows = fleet_summary_rows(["h"], {"h": {"llama_fleet_status": "ok",
+                                            "llama_server_report": [{"instance": "main", "state": "deployed",
+                                                                     **entry}]}})
+    assert rows[0]["detail"] == detail

@@ -117,7 +117,8 @@ def test_health_target(host, url, socket):
 
 
 def test_registered_names():
-    assert set(FilterModule().filters()) == {"instance_preset", "instances_in_state", "merge_preset", "plan_summary"}
+    assert set(FilterModule().filters()) == {"instance_preset", "instances_in_state", "merge_preset", "model_files",
+                                             "plan_summary"}
 
 
 PRESETS = {"gemma": {"model": "g.gguf", "ctx": 4096, "port": 8080, "API_KEY": "k"}, "empty": {}}
@@ -162,3 +163,17 @@ def test_instances_in_state_keeps_order_and_defaults_to_present():
 def test_instances_in_state_refuses_bad_input(instances):
     with pytest.raises(AnsibleFilterError):
         instances_in_state(instances)
+
+
+def test_model_files():
+    from ansible_collections.llamafleet.llamacpp.plugins.filter.llama_server import model_files  # noqa: PLC0415
+
+    assert model_files([{"url": "https://h/a/m.gguf?x=1#f", "checksum": "sha256:ab"},
+                        {"url": "file:///s/x", "checksum": "sha256:cd", "name": "y.gguf"}], "/models") == [
+        {"url": "https://h/a/m.gguf?x=1#f", "checksum": "sha256:ab", "path": "/models/m.gguf"},
+        {"url": "file:///s/x", "checksum": "sha256:cd", "path": "/models/y.gguf"},
+    ]
+    for bad in ("x", [{"url": "u"}], [{"url": "https://h/", "checksum": "c"}], [{"url": "u", "checksum": "c",
+                                                                              "name": "a/b"}]):
+        with pytest.raises(AnsibleFilterError, match="model_files"):
+            model_files(bad, "/models")

@@ -1,7 +1,7 @@
 """Properties of plan() over random presets and hosts (hypothesis).
 
 The table-driven tests next door pin each rule's behaviour case by case; these
-check what must hold for every input (DESIGN.md section 2, spec sections 1.3,
+check what must hold for every input (the planner contract, docs/architecture.md, spec sections 1.3,
 1.4, 1.5, 3, 5.1):
 
 1. plan() raises nothing but PlanError, and every PlanError names the key or the
@@ -114,7 +114,7 @@ PLANNER_FLAGS: dict[str, tuple[bool, int]] = {
     "--reasoning-budget": (True, 17),
     "--reasoning-preserve": (False, 18),
     "--no-reasoning-preserve": (False, 18),
-    "--api-key-file": (True, 19),  # DESIGN.md section 2: the key file, never --api-key
+    "--api-key-file": (True, 19),  # the planner contract, docs/architecture.md: the key file, never --api-key
     "--cache-ram": (True, 20),
     "--slot-save-path": (True, 21),
     "--ctx-checkpoints": (True, 22),
@@ -193,7 +193,7 @@ GATED: dict[str, Callable[[str, str], bool]] = {
     # spec 10.3
     "--reasoning-preserve": lambda h, v: "--no-reasoning-preserve" in h,
     "--no-reasoning-preserve": lambda h, v: "--no-reasoning-preserve" in h,
-    # DESIGN.md section 2
+    # the planner contract, docs/architecture.md
     "--api-key-file": lambda h, v: "--api-key-file" in h,
     # spec 12.1 step 2, 12.2, 12.4 parts A, B and C
     "--cache-ram": lambda h, v: "--cache-ram" in h,
@@ -605,7 +605,7 @@ NOTE_RANKS = [
     ("threads.", 6), ("side.", 7), ("ngl.", 8), ("fit.", 9), ("reasoning.", 10), ("preserve.", 11),
     ("apikey.", 12), ("cache.", 13), ("persist.", 14), ("ckpt.", 15), ("step.", 15), ("spec.", 16),
     ("fidelity.", 17), ("lossy.", 18), ("moe.", 19),
-]  # fmt: skip  # load.warn is a warning only (DESIGN.md section 2), never a note
+]  # fmt: skip  # load.warn is a warning only (the planner contract, docs/architecture.md), never a note
 
 
 def _rank(note_id: str) -> int:

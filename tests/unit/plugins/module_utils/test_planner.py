@@ -179,7 +179,7 @@ def test_moe_and_load_warning_are_last_notes():
               ram_avail_mib=60000)
     p = plan({"KV_TYPE": "q8_0", "EXTRA_ARGS": "--load-mode mlock"}, f)
     assert ids(p.notes)[-2:] == ["fidelity.kv", "moe.ubatch"]
-    # The load-guard warning is a warning only (DESIGN.md section 2), shown once.
+    # The load-guard warning is a warning only (the planner contract, docs/architecture.md), shown once.
     assert ids(p.warnings) == ["load.warn"]
     assert p.refusal is None
 

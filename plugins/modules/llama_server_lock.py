@@ -1,0 +1,172 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, llamafleet maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: llama_server_lock
+short_description: Hold a host for one rollout at a time
+version_added: "0.2.0"
+description:
+  - Takes or releases the host's rollout lock, a small JSON file naming its holder (the controller, its
+    C(ansible-playbook) process and when it started). A second rollout fails fast, naming the holder.
+  - The lock is taken over when its holder is gone. The action part of this plugin (on the controller) sees
+    whether a holder on the same controller still runs; a holder from another controller is gone once its lease
+    (O(lease_s)) has passed. So an interrupted rollout (Ctrl-C, a lost controller) never blocks the host for good.
+  - The file lives in C(/run) by default, so a reboot clears it.
+author:
+  - llamafleet maintainers (@llamafleet)
+options:
+  state:
+    description: V(acquired) takes the lock (or keeps it, for the same holder); V(released) gives it back.
+    type: str
+    choices: [acquired, released]
+    default: acquired
+  path:
+    description: The lock file on the target.
+    type: path
+    default: /run/llamafleet/rollout.lock
+  lease_s:
+    description: Seconds after which a lock taken by another controller counts as abandoned.
+    type: int
+    default: 21600
+  holder:
+    description:
+      - Who takes the lock. Filled in by the action from the controller (C(controller), C(pid), C(pid_start),
+        C(user), C(playbook)); only C(playbook) is worth setting by hand.
+    type: dict
+    default: {}
+  take_over:
+    description:
+      - The id of a holder known to be gone (set by the action after it checked the holder's process on this
+        controller). The lock is taken only if that holder still has it.
+    type: str
+    default: ""
+notes:
+  - Only the Python standard library is used on the target.
+attributes:
+  action:
+    description: The action part runs on the controller to fill in the holder and check whether it is alive.
+    support: full
+  check_mode:
+    description: Can run in check mode and predict its result without changing the target.
+    support: full
+    details: Fails when another live rollout holds the host, and writes nothing.
+  diff_mode:
+    description: Reports nothing to diff.
+    support: none
+  platform:
+    description: Target systems it runs on.
+    support: full
+    platforms: posix
+"""
+
+EXAMPLES = r"""
+- name: Hold this host for the rollout
+  llamafleet.llamacpp.llama_server_lock:
+    holder: {playbook: deploy-llm.yml}
+
+- name: Let it go
+  llamafleet.llamacpp.llama_server_lock:
+    state: released
+"""
+
+RETURN = r"""
+holder:
+  description: The lock's holder after this run (empty once released).
+  returned: always
+  type: dict
+previous:
+  description: A holder whose lock was taken over (gone, or its lease ran out).
+  returned: when a lock was taken over
+  type: dict
+"""
+
+import fcntl  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import time  # noqa: E402
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+
+
+def holder_id(holder: dict) -> str:
+    """The same rollout, whatever task asks: its controller, process and that process's start."""
+    return f"{holder.get('controller', '')}:{holder.get('pid', '')}:{holder.get('pid_start', '')}"
+
+
+def describe(holder: dict) -> str:
+    started = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(holder.get("taken", 0)))
+    return (f"controller {holder.get('controller', '?')}, pid {holder.get('pid', '?')}, started {started}"
+            f" (user {holder.get('user', '?')}, playbook {holder.get('playbook', '?')})")
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "state": {"type": "str", "choices": ["acquired", "released"], "default": "acquired"},
+            "path": {"type": "path", "default": "/run/llamafleet/rollout.lock"},
+            "lease_s": {"type": "int", "default": 21600},
+            "holder": {"type": "dict", "default": {}},
+            "take_over": {"type": "str", "default": ""},
+        },
+        supports_check_mode=True,
+    )
+    params = module.params
+    path = params["path"]
+    me = {str(k): v for k, v in params["holder"].items()}
+    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+    # The file is opened, never replaced: flock on it serialises the read-decide-write of two rollouts.
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with os.fdopen(os.dup(fd), "r+", encoding="utf-8") as handle:
+            text = handle.read()
+            try:
+                current = json.loads(text) if text.strip() else {}
+            except ValueError:
+                current = {}
+            current = current if isinstance(current, dict) else {}
+            result = decide(module, current, me)
+            if result.pop("_write", None) is not None and not module.check_mode:
+                handle.seek(0)
+                handle.truncate()
+                if result["holder"]:
+                    json.dump(result["holder"], handle, sort_keys=True)
+                    handle.write("\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+    finally:
+        os.close(fd)
+    module.exit_json(**result)
+
+
+def decide(module: AnsibleModule, current: dict, me: dict) -> dict:
+    params = module.params
+    now = int(time.time())
+    held = bool(current)
+    mine = held and holder_id(current) == holder_id(me)
+    if params["state"] == "released":
+        if mine:
+            return {"changed": True, "holder": {}, "_write": True}
+        return {"changed": False, "holder": current}
+    if mine:
+        return {"changed": False, "holder": current}
+    expired = held and now - int(current.get("taken", 0)) > params["lease_s"]
+    gone = held and params["take_over"] and params["take_over"] == holder_id(current)
+    if held and not (expired or gone):
+        module.fail_json(
+            msg=f"another rollout holds this host: {describe(current)}. Wait for it to end; if it is gone "
+            f"(another controller), remove {params['path']} or wait for its lease ({params['lease_s']} s).",
+            holder=current, holder_id=holder_id(current), locked=True,
+        )
+    result = {"changed": True, "holder": {**me, "taken": now}, "_write": True}
+    if held:
+        result["previous"] = current
+    return result
+
+
+if __name__ == "__main__":
+    main()

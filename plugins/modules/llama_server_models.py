@@ -1,0 +1,204 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, llamafleet maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: llama_server_models
+short_description: Check model files against their verified size and mtime, and their checksum when those changed
+version_added: "0.2.0"
+description:
+  - For every model file, compares its size, modification time and inode with the marker written when the file
+    was last verified. An unchanged file is not read (a model can weigh hundreds of GB).
+  - A file whose size or mtime changed (truncated by a full disk, rewritten by hand) is hashed again. If the
+    checksum still matches, the marker is renewed; if not, the file is listed in RV(fetch) with why, so the
+    caller downloads it again (the role uses C(ansible.builtin.get_url)) and marks it with O(state=marked).
+  - A missing file is listed in RV(fetch) too.
+author:
+  - llamafleet maintainers (@llamafleet)
+options:
+  models:
+    description: The model files.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      path:
+        description: Absolute path of the file on the target.
+        type: path
+        required: true
+      checksum:
+        description: C(<algorithm>:<hex digest>), as for C(ansible.builtin.get_url), for example C(sha256:a5fd...).
+        type: str
+        required: true
+      url:
+        description: Where the file comes from; returned with it in RV(fetch), not used otherwise.
+        type: str
+  marker_dir:
+    description: Where the markers live (one JSON file per model and checksum), root only.
+    type: path
+    required: true
+  state:
+    description:
+      - V(checked) checks every file and renews markers of files that still match. V(marked) writes the markers of
+        files just fetched, after checking their checksum.
+    type: str
+    choices: [checked, marked]
+    default: checked
+notes:
+  - Only the Python standard library is used.
+attributes:
+  check_mode:
+    description: Can run in check mode and predict its result without changing the target.
+    support: full
+    details: Files are hashed when needed but no marker is written.
+  diff_mode:
+    description: Reports nothing to diff.
+    support: none
+  platform:
+    description: Target systems it runs on.
+    support: full
+    platforms: posix
+"""
+
+EXAMPLES = r"""
+- name: Check the model files
+  llamafleet.llamacpp.llama_server_models:
+    models:
+      - path: /var/lib/llamafleet/models/gemma-3-270m-q4_k_m.gguf
+        checksum: sha256:a5fd0b6d2e5d4e8a...
+    marker_dir: /var/lib/llamafleet/models/.llamafleet
+  register: checked
+"""
+
+RETURN = r"""
+fetch:
+  description:
+    - The files to download again, each with C(path), C(url) and C(why) (missing, or why its checksum was read).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - path: /var/lib/llamafleet/models/m.gguf
+      why: its size changed (262144000 -> 131072000 bytes) and its checksum no longer matches
+verified:
+  description: Paths of the files whose checksum was read by this run (a changed size or mtime, or just fetched).
+  returned: always
+  type: list
+  elements: str
+"""
+
+import hashlib  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import tempfile  # noqa: E402
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+
+CHUNK = 8 << 20
+
+
+def marker_path(marker_dir: str, path: str, checksum: str) -> str:
+    """One marker per file name and checksum: a new checksum for the same name is a new file to verify."""
+    digest = hashlib.sha1(checksum.encode(), usedforsecurity=False).hexdigest()[:16]
+    return os.path.join(marker_dir, f"{os.path.basename(path)}.{digest}")
+
+
+def identity(stat: os.stat_result) -> dict:
+    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "inode": stat.st_ino}
+
+
+def read_marker(path: str) -> dict:
+    """The marker's identity; {} for none, or an older marker (the checksum alone) that recorded no identity."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def file_digest(path: str, algorithm: str) -> str:
+    digest = hashlib.new(algorithm)
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def changed_what(marker: dict, now: dict) -> str:
+    if not marker:
+        return "it has no verified size and mtime yet"
+    if marker.get("size") != now["size"]:
+        return f"its size changed ({marker.get('size')} -> {now['size']} bytes)"
+    if marker.get("mtime_ns") != now["mtime_ns"]:
+        return "its modification time changed"
+    return "it is another file (inode)"
+
+
+def write_marker(path: str, checksum: str, now: dict) -> None:
+    directory = os.path.dirname(path)
+    os.makedirs(directory, mode=0o755, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(prefix=".marker-", dir=directory)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump({"checksum": checksum, **now}, handle, sort_keys=True)
+        handle.write("\n")
+    os.chmod(temporary, 0o644)
+    os.replace(temporary, path)
+
+
+def check_one(module: AnsibleModule, model: dict, result: dict) -> None:
+    path, checksum = model["path"], model["checksum"]
+    algorithm, _sep, expected = checksum.partition(":")
+    if not expected or algorithm not in hashlib.algorithms_available:
+        module.fail_json(msg=f"{path}: checksum {checksum!r} is not <algorithm>:<hex digest>")
+    marker = marker_path(module.params["marker_dir"], path, checksum)
+    try:
+        now = identity(os.stat(path))
+    except FileNotFoundError:
+        result["fetch"].append({"path": path, "url": model["url"], "why": "it is missing"})
+        return
+    known = read_marker(marker)
+    if all(known.get(key) == value for key, value in now.items()) and known.get("checksum") == checksum:
+        return
+    why = changed_what(known, now)
+    result["verified"].append(path)
+    if file_digest(path, algorithm) != expected.lower():
+        result["fetch"].append({"path": path, "url": model["url"], "why": f"{why} and its checksum no longer matches"})
+        return
+    if not module.check_mode:
+        write_marker(marker, checksum, now)
+        result["changed"] = True
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "models": {
+                "type": "list",
+                "elements": "dict",
+                "required": True,
+                "options": {
+                    "path": {"type": "path", "required": True},
+                    "checksum": {"type": "str", "required": True},
+                    "url": {"type": "str"},
+                },
+            },
+            "marker_dir": {"type": "path", "required": True},
+            "state": {"type": "str", "choices": ["checked", "marked"], "default": "checked"},
+        },
+        supports_check_mode=True,
+    )
+    result = {"changed": False, "fetch": [], "verified": []}
+    for model in module.params["models"]:
+        check_one(module, model, result)
+    if module.params["state"] == "marked" and result["fetch"]:
+        module.fail_json(msg="fetched model files do not match their checksum: "
+                         + "; ".join(f"{item['path']}: {item['why']}" for item in result["fetch"]), **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

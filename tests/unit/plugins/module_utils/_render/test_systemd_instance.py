@@ -1,0 +1,87 @@
+"""An instance's files from a plan result (systemd_instance.py): credentials, removals, environment, timeouts."""
+
+import pytest
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_instance import (
+    InstanceSettings,
+    credential_content,
+    health_timeout_s,
+    instance_paths,
+    key_file_for,
+    render_instance,
+    uses_nvidia,
+)
+
+SETTINGS = InstanceSettings()
+PATHS = instance_paths("main", SETTINGS)
+
+
+def plan(**change):
+    result = {
+        "argv": ["/e/llama-server", "-m", "/m/a.gguf", "--port", "8080"],
+        "env": {"CUDA_VISIBLE_DEVICES": "1"},
+        "notes": [],
+        "plan_warnings": [],
+        "api_key_via_env": False,
+        "unset_environment": [],
+        "decisions": {"slot_dir": "", "slot_persist": False, "loopback_only": False},
+        "facts": {"gpus": []},
+    }
+    result.update(change)
+    return result
+
+
+@pytest.mark.parametrize(
+    ("has_key", "via_env", "written", "removed", "unit_line"),
+    [
+        (False, False, [], [PATHS.key_file, PATHS.env_file], None),
+        (True, False, [PATHS.key_file], [PATHS.env_file], f"LoadCredential=api_key:{PATHS.key_file}"),
+        (True, True, [PATHS.key_file, PATHS.env_file], [], f"EnvironmentFile={PATHS.env_file}"),
+    ],
+)
+def test_credentials_follow_the_plan(has_key, via_env, written, removed, unit_line):
+    got = render_instance("main", plan(api_key_via_env=via_env), SETTINGS, {}, has_key)
+    assert [path for path, _label, _holds in got.credentials] == written
+    assert list(got.remove) == removed
+    if unit_line:
+        assert unit_line in got.unit_content.splitlines()
+    assert "LoadCredential=" not in got.unit_content or has_key
+
+
+def test_the_plans_variables_win_over_the_users():
+    got = render_instance("main", plan(), SETTINGS, {"CUDA_VISIBLE_DEVICES": "0", "OTHER": None}, False)
+    assert got.environment["CUDA_VISIBLE_DEVICES"] == "1"
+    assert got.environment["OTHER"] == ""
+    assert got.environment["XDG_CONFIG_HOME"] == "/tmp/llamafleet-no-config"
+
+
+@pytest.mark.parametrize(
+    ("setting", "gpus", "nvidia"),
+    [("auto", [], False), ("auto", [{"index": 0}], True), ("true", [], True), ("no", [{"index": 0}], False)],
+)
+def test_nvidia_device_rules(setting, gpus, nvidia):
+    assert uses_nvidia({"facts": {"gpus": gpus}}, setting) is nvidia
+
+
+def test_decisions_reach_the_unit():
+    got = render_instance("main", plan(decisions={"slot_dir": "/s", "slot_persist": True, "loopback_only": True},
+                                       unset_environment=["LLAMA_ARG_X"]), SETTINGS, {}, False)
+    text = got.unit_content
+    assert "IPAddressDeny=any" in text
+    assert " llamafleet-slots /s 1" in text
+    assert "UnsetEnvironment=LLAMA_ARG_X" in text
+
+
+def test_key_contents_and_paths():
+    assert credential_content("key", "k1") == "k1\n"
+    assert credential_content("env", "k1") == "LLAMA_API_KEY=k1\n"
+    assert key_file_for("main", True) == "/run/credentials/llama-server-main.service/api_key"
+    assert key_file_for("main", False) == ""
+    assert PATHS.state_file == "/etc/llamafleet/instance-main.json"
+
+
+@pytest.mark.parametrize(
+    ("model_bytes", "expected"), [(0, 60), (1, 61), (1 << 30, 80), ((1 << 30) + 1, 81), (-5, 60), (250 << 20, 65)]
+)
+def test_health_timeout_grows_with_the_model(model_bytes, expected):
+    assert health_timeout_s(model_bytes, 60, 20) == expected

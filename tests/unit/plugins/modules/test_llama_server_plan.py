@@ -1,0 +1,53 @@
+"""llama_server_plan in-process on given host facts (no probing); the probing path runs against the real engine
+in tests/integration/test_plan_module_real.py."""
+
+import json
+
+from ansible_collections.llamafleet.llamacpp.plugins.modules import llama_server_plan
+from tests.unit.support import FIXTURES
+from tests.unit.support.module_runner import run_module
+
+HELP = (FIXTURES / "engine" / "llama-server-11434.0.0-cpu.help.txt").read_text()
+FACTS = {"help": HELP, "bin": "/opt/e/llama-server", "model": "/m/a.gguf", "ram_mib": 8000, "ram_avail_mib": 6000}
+
+
+def test_a_plan_from_host_facts(capsys):
+    result = run_module(llama_server_plan.main, {"preset": {"ctx": "8k", "port": 8081}, "host_facts": FACTS},
+                        capsys, check_mode=True)
+    assert result["argv"][:5] == ["/opt/e/llama-server", "-m", "/m/a.gguf", "-c", "8192"]
+    assert result["decisions"]["port"] == "8081"
+    assert result["decisions"]["expect"]["ctx"] == 8192
+    assert result["exec_start"].startswith("/opt/e/llama-server -m /m/a.gguf -c 8192")
+    assert result["changed"] is False
+    assert result["facts"] == {"source": "host_facts"}
+
+
+def test_a_preset_file_and_its_key_stay_out_of_the_result(tmp_path, capsys):
+    preset = tmp_path / "config.env"
+    preset.write_text("CTX=4096\nAPI_KEY=k-top-secret\n")
+    result = run_module(llama_server_plan.main, {"preset_file": str(preset), "host_facts": FACTS}, capsys)
+    assert "k-top-secret" not in json.dumps(result)
+    assert "-c" in result["argv"]
+
+
+def test_refusals_name_the_key(capsys):
+    typo = run_module(llama_server_plan.main, {"preset": {"NLG": 99}, "host_facts": FACTS}, capsys)
+    assert typo["failed"] is True
+    assert "NLG" in typo["msg"]
+    bad = run_module(llama_server_plan.main, {"preset": {"CTX": "4q"}, "host_facts": FACTS}, capsys)
+    assert bad["msg"].startswith("CTX")
+    unknown = run_module(llama_server_plan.main, {"preset": {}, "host_facts": {**FACTS, "vram": 1}}, capsys)
+    assert "unknown field(s) vram" in unknown["msg"]
+    unreadable = run_module(llama_server_plan.main, {"preset_file": "/nonexistent/config.env",
+                                                     "host_facts": FACTS}, capsys)
+    assert unreadable["msg"].startswith("cannot read preset_file /nonexistent/config.env")
+
+
+def test_the_previous_state_file_gives_the_stable_ram_reading(tmp_path):
+    state = tmp_path / "instance-main.json"
+    state.write_text('{\n    "ram_avail_mib": 5000\n}\n')
+    assert llama_server_plan.previous_ram_avail(str(state)) == 5000
+    state.write_text("not json")
+    assert llama_server_plan.previous_ram_avail(str(state)) == 0
+    assert llama_server_plan.previous_ram_avail(str(tmp_path / "none.json")) == 0
+    assert llama_server_plan.previous_ram_avail(None) == 0
