@@ -1,4 +1,4 @@
-"""Run the planner's property tests (tests/unit/fuzz) with many examples each.
+"""Run the planner's property tests (tests/unit/plugins/module_utils/test_plan_properties.py) with many examples each.
 
 Usage: .venv/bin/python bench/fuzz_plan.py [--examples N] [--seed S] [--jobs J] [-k SUBSTRING]
 

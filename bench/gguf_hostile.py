@@ -2,8 +2,8 @@
 
 Usage: .venv/bin/python bench/gguf_hostile.py [--repeat N] [--max-seconds S] [--max-peak-mib M]
 
-Cases (generators shared with tests/unit/probes/test_gguf_meta.py, from
-tests/unit/probes/gguf_corpus.py):
+Cases (generators shared with tests/unit/plugins/module_utils/_probes/test_gguf_header.py, from
+tests/unit/support/gguf_corpus.py):
 
 * truncation at every section boundary of a hand-encoded model (v1, v2, v3,
   little and big endian), one byte either side;

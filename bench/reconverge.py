@@ -1,12 +1,13 @@
-"""Time a no-op re-converge of the local fleet against a floor playbook on the same hosts.
+"""Time a no-op re-converge of the local fleet against a floor playbook on the same hosts, and a preset change.
 
-Usage: .venv/bin/python bench/reconverge.py [--runs N]
+Usage: .venv/bin/python bench/reconverge.py [--runs N] [--sizes 2,8]
 
-Needs the local fleet deployed (`make deploy-local`). Runs, alternately, the
-real rollout (playbooks/deploy-llm.yml with the local fleet's variables: it must
-report changed=0 on every host) and a floor playbook that only connects to each
-host and stats the unit file (ping + stat: the cost any playbook pays), then
-prints the median of each and their ratio.
+For each fleet size (scripts/fleet.sh up N; FLEET_SIZE sets the default size) it deploys once, then runs,
+alternately, the real rollout (playbooks/deploy-llm.yml with the local fleet's variables: it must report
+changed=0 and 0 restarts on every host) and a floor playbook that only connects to each host and stats the unit
+file (ping + stat: the cost any playbook pays), and prints the median of each, their ratio, the tasks a no-op
+runs per host and the lines it prints per host. Then it times a one-preset change (CTX 4096 -> 2048 on every
+host, canary first, then the rest) and changes it back. With several sizes it prints how the no-op grows.
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ FLOOR = [
         ],
     }
 ]
-RECAP = re.compile(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.MULTILINE)
 
 
 def run(command: list[str], env: dict[str, str]) -> tuple[float, str]:
@@ -53,13 +53,73 @@ def run(command: list[str], env: dict[str, str]) -> tuple[float, str]:
     return seconds, proc.stdout
 
 
+def recap(output: str) -> dict[str, tuple[int, int]]:
+    """{host: (tasks run, changed)} from a PLAY RECAP (ok + changed + failed + skipped counts tasks)."""
+    found = {}
+    for line in output.splitlines():
+        match = re.match(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=\d+\s+failed=(\d+)\s+skipped=(\d+)", line)
+        if match and match.group(1) != "localhost":
+            ok, changed, failed, skipped = (int(match.group(i)) for i in (2, 3, 4, 5))
+            found[match.group(1)] = (ok + failed + skipped, changed)
+    return found
+
+
+def restarted(summary: str) -> int:
+    match = re.search(r"(\d+) restarted", summary)
+    return int(match.group(1)) if match else -1
+
+
+def presets(ctx: int) -> str:
+    return json.dumps({"llama_server_presets": {"gemma": {"model": "{{ llama_fleet_artifacts.model }}",
+                                                          "ctx": ctx, "threads": 1}}})
+
+
+def measure(size: int, runs: int, env: dict[str, str], tmp: str) -> dict:
+    fleet = os.path.join(ROOT, "scripts", "fleet.sh")
+    # The fleet's hosts bind the share (engine archive, model, wheels) read-only: fleet.sh needs it named.
+    subprocess.run([fleet, "up", str(size)], check=True, capture_output=True, text=True, env=env)
+    inventory = subprocess.run([fleet, "inventory"], capture_output=True, text=True, check=True,
+                               env=env).stdout.strip()
+    playbook_bin = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+    floor = os.path.join(tmp, "floor.yml")
+    with open(floor, "w", encoding="utf-8") as handle:
+        json.dump(FLOOR, handle)
+    summary = os.path.join(tmp, "summary.md")
+    rollout = [playbook_bin, "-i", inventory, os.path.join(ROOT, "playbooks", "deploy-llm.yml"),
+               "-e", "@" + os.path.join(ROOT, "playbooks", "vars", "local-fleet.yml"),
+               "-e", "llama_fleet_summary_path=" + summary]
+    first, _output = run(rollout, env)  # the deployment itself (or a no-op when it is there already)
+    commands = {"floor (ping + stat)": [playbook_bin, "-i", inventory, floor], "no-op re-converge": rollout}
+    times: dict[str, list[float]] = {label: [] for label in commands}
+    tasks: dict[str, int] = {}
+    lines = 0
+    for _run in range(runs):
+        for label, command in commands.items():
+            seconds, output = run(command, env)
+            if label == "no-op re-converge":
+                counted = recap(output)
+                with open(summary, encoding="utf-8") as handle:
+                    restarts = restarted(handle.read())
+                if len(counted) != size or any(c for _t, c in counted.values()) or restarts != 0:
+                    raise SystemExit(f"the re-converge was not a no-op: {counted}, {restarts} restarted")
+                tasks = {host: t for host, (t, _c) in counted.items()}
+                lines = len(output.splitlines())
+            times[label].append(seconds)
+    change, output = run([*rollout, "-e", presets(2048)], env)
+    with open(summary, encoding="utf-8") as handle:
+        changed_restarts = restarted(handle.read())
+    back, _output = run([*rollout, "-e", presets(4096)], env)
+    medians = {label: statistics.median(values) for label, values in times.items()}
+    return {"size": size, "first": first, "medians": medians, "best": {k: min(v) for k, v in times.items()},
+            "tasks": tasks, "lines": lines, "change": change, "change_restarts": changed_restarts, "back": back}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--sizes", default=os.environ.get("FLEET_SIZE", "2"),
+                        help="comma-separated fleet sizes, e.g. 2,8")
     args = parser.parse_args()
-    inventory = subprocess.run(
-        [os.path.join(ROOT, "scripts", "fleet.sh"), "inventory"], capture_output=True, text=True, check=True
-    ).stdout.strip()
     env = dict(
         os.environ,
         ANSIBLE_COLLECTIONS_PATH=TREE,
@@ -69,34 +129,24 @@ def main() -> int:
             "LLAMAFLEET_DEMO_KEY_FILE", os.path.join(CACHE, "fleet", "demo-api-key")
         ),
     )
-    playbook_bin = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+    results = []
     with tempfile.TemporaryDirectory() as tmp:
-        floor = os.path.join(tmp, "floor.yml")
-        with open(floor, "w", encoding="utf-8") as handle:
-            json.dump(FLOOR, handle)
-        commands = {
-            "floor (ping + stat)": [playbook_bin, "-i", inventory, floor],
-            "re-converge (deploy-llm.yml)": [
-                playbook_bin, "-i", inventory, os.path.join(ROOT, "playbooks", "deploy-llm.yml"),
-                "-e", "@" + os.path.join(ROOT, "playbooks", "vars", "local-fleet.yml"),
-                "-e", "llama_fleet_summary_path=" + os.path.join(tmp, "summary.md"),
-            ],
-        }
-        times: dict[str, list[float]] = {label: [] for label in commands}
-        for _run in range(args.runs):
-            for label, command in commands.items():
-                seconds, output = run(command, env)
-                hosts = RECAP.findall(output)
-                if label.startswith("re-converge"):
-                    changed = {host: int(c) for host, c, _u, _f in hosts if host != "localhost"}
-                    if not changed or any(changed.values()):
-                        raise SystemExit(f"the re-converge was not a no-op: changed={changed}")
-                times[label].append(seconds)
-    medians = {label: statistics.median(values) for label, values in times.items()}
-    for label, median in medians.items():
-        print(f"{label}: median {median:.2f} s over {args.runs} runs (best {min(times[label]):.2f} s)")
-    ratio = medians["re-converge (deploy-llm.yml)"] / medians["floor (ping + stat)"]
-    print(f"ratio re-converge / floor: {ratio:.1f}")
+        for size in (int(s) for s in args.sizes.split(",")):
+            found = measure(size, args.runs, env, tmp)
+            results.append(found)
+            floor, noop = found["medians"]["floor (ping + stat)"], found["medians"]["no-op re-converge"]
+            print(f"{size} hosts: floor (ping + stat) median {floor:.2f} s, no-op re-converge median {noop:.2f} s "
+                  f"over {args.runs} runs; ratio {noop / floor:.2f}; 0 restarts")
+            print(f"  tasks per host on a no-op: {sorted(set(found['tasks'].values()))}; "
+                  f"{found['lines'] / size:.1f} output lines per host")
+            print(f"  one-preset change (CTX 4096 -> 2048, canary first, then the rest): {found['change']:.1f} s, "
+                  f"{found['change'] / size:.1f} s per host, {found['change_restarts']} restarted; "
+                  f"back: {found['back']:.1f} s")
+    if len(results) > 1:
+        small, large = results[0], results[-1]
+        growth = large["medians"]["no-op re-converge"] / small["medians"]["no-op re-converge"]
+        print(f"no-op growth {small['size']} -> {large['size']} hosts: {growth:.2f}x "
+              f"({small['medians']['no-op re-converge']:.2f} s -> {large['medians']['no-op re-converge']:.2f} s)")
     return 0
 
 

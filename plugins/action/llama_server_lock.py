@@ -25,9 +25,12 @@ def process_start(pid: int, proc: str = "/proc") -> str:
             text = handle.read()
     except OSError:
         return ""
-    # The command name (field 2) may hold spaces and parentheses: count from its closing one.
+    # The command name (field 2) may hold spaces and parentheses: count from its closing one. A zombie (state Z,
+    # killed but not yet reaped by its parent) has stopped running.
     fields = text[text.rindex(")") + 2:].split()
-    return fields[19] if len(fields) > 19 else ""
+    if len(fields) <= 19 or fields[0] in ("Z", "X"):
+        return ""
+    return fields[19]
 
 
 def holder_alive(holder: dict, controller: str, proc: str = "/proc") -> bool:

@@ -135,7 +135,7 @@ options:
     type: str
     default: ""
 notes:
-  - The API key (O(instance.api_key) or the preset's C(API_KEY)) goes only into root-only credential files on the
+  - The API key (C(api_key) of O(instance), or the preset's C(API_KEY)) goes only into root-only credential files on the
     target. It is never in the unit, the command line, the result or the log.
 seealso:
   - module: llamafleet.llamacpp.llama_server_plan

@@ -98,7 +98,7 @@ def test_image_and_binary_of_one_engine_plan_the_same(tmp_path, docker, engine_b
 _PLAN = planner.plan(
     {"HOST": "0.0.0.0", "PORT": "8090", "CTX": "4096", "EXTRA_ARGS": "--alias '$USER-${HOME}'"},
     planner.HostFacts(bin="/app/llama-server", model="/srv/models/m.gguf", api_key_file=SECRET_PATH,
-                      help=(Path(__file__).resolve().parents[1] / "unit" / "probes" / "fixtures" / "engine"
+                      help=(Path(__file__).resolve().parents[1] / "unit" / "fixtures" / "engine"
                             / "llama-server-11434.0.0-cpu.help.txt").read_text()),
 )
 ARGV, DECISIONS = _PLAN.argv, _PLAN.decisions.as_dict()

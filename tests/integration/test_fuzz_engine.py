@@ -1,6 +1,6 @@
 """Every plan the planner accepts passes the real engine's own parser (the preflight), on generated presets.
 
-The worlds are those of the planner's property tests (tests/unit/fuzz/strategies.py: half hostile, junk and
+The worlds are those of the planner's property tests (tests/unit/support/strategies.py: half hostile, junk and
 odd strings included; half clean), planned for the real 11434 engine of this machine: its real help text
 and device list, the real binary and model. Every accepted plan is run through run_preflight with the
 environment the service would have (the world's LLAMA_ARG_*/GGML_* and the plan's own variables); every
@@ -37,9 +37,8 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.engine
     run_preflight,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_host import arg_env_from, user_env_from
-
-from ..unit.fuzz.strategies import worlds
-from ..unit.fuzz.test_plan_properties import FUZZ, check_refusal
+from tests.unit.plugins.module_utils.test_plan_properties import FUZZ, check_refusal
+from tests.unit.support.strategies import worlds
 
 STATS: collections.Counter = collections.Counter()
 REJECTED: list[dict] = []

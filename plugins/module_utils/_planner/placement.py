@@ -222,9 +222,3 @@ def fit_blocker(preset: Mapping[str, str], extra: Sequence[str], facts: HostFact
     if mode in ("row", "tensor"):
         return f"-sm {mode}"
     return ""
-
-
-
-
-
-

@@ -1,6 +1,6 @@
 """GGUF files for the reader's tests and benchmarks: written with GGUFWriter or encoded by hand.
 
-Shared by tests/unit/probes/test_gguf_meta.py and bench/gguf_hostile.py. The
+Shared by tests/unit/plugins/module_utils/_probes/test_gguf_header.py and bench/gguf_hostile.py. The
 hand encoder (``Raw``) builds what GGUFWriter refuses to write: truncated,
 oversized, mis-aligned and otherwise hostile files, from the format as the
 gguf package writes it (gguf 0.19.0, gguf_writer.py) and as spec 4.3

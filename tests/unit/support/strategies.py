@@ -25,8 +25,8 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts
     SplitDev,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_text import join_args
-from tests.unit.support import FIXTURES
 from tests.unit.support.helptexts import NEW_ENGINE, OLD_ENGINE
+from tests.unit.support.paths import FIXTURES
 
 REAL_HELP = (
     FIXTURES / "engine" / "llama-server-11434.0.0-cpu.help.txt"

@@ -60,13 +60,14 @@ def test_plan_render_apply(monkeypatch):
                                {"llamafleet.llamacpp.llama_server_plan": PLAN,
                                 "llamafleet.llamacpp.llama_server_apply": APPLIED},
                                python="/opt/venv/bin/python", engine="/e/llama-server")
-    (plan_name, plan_args, plan_vars), (apply_name, apply_args, _vars) = calls
+    (plan_name, plan_args, plan_vars), (apply_name, apply_args, apply_vars) = calls
     assert plan_name == "llamafleet.llamacpp.llama_server_plan"
     assert plan_vars["ansible_python_interpreter"] == "/opt/venv/bin/python"
     assert plan_args["preset"] == {"MODEL": "a.gguf", "CTX": 4096, "PORT": 8080}
     assert plan_args["api_key_file"] == "/run/credentials/llama-server-main.service/api_key"
     assert KEY not in json.dumps(plan_args)
     assert apply_name == "llamafleet.llamacpp.llama_server_apply"
+    assert apply_vars["ansible_python_interpreter"] == "/opt/venv/bin/python"
     assert apply_args["credentials"][0]["content"] == KEY + "\n"
     assert apply_args["health_timeout_s"] == 80
     assert "LoadCredential=api_key:/etc/llamafleet/credentials/main.key" in apply_args["unit_content"]
@@ -79,9 +80,8 @@ def test_plan_render_apply(monkeypatch):
 
 def test_a_key_in_a_result_is_masked():
     applied = {**APPLIED, "state": "failed", "failed": True, "msg": f"engine said {KEY}"}
-    result, _calls = run_action({"name": "main", "preset": "small", "api_key": KEY},
-                                {"llamafleet.llamacpp.llama_server_plan": PLAN,
-                                 "llamafleet.llamacpp.llama_server_apply": applied})
+    answers = {"llamafleet.llamacpp.llama_server_plan": PLAN, "llamafleet.llamacpp.llama_server_apply": applied}
+    result = run_action({"name": "main", "preset": "small", "api_key": KEY}, answers)[0]
     assert result["failed"] is True
     assert KEY not in json.dumps(result)
     assert "engine said ********" in result["msg"]
@@ -92,7 +92,7 @@ def test_an_open_server_without_a_key_is_refused_before_anything_changes():
                                {"llamafleet.llamacpp.llama_server_plan": PLAN})
     assert result["failed"] is True
     assert "beyond loopback) without an API key" in result["msg"]
-    assert [name for name, *_ in calls] == ["llamafleet.llamacpp.llama_server_plan"]
+    assert [call[0] for call in calls] == ["llamafleet.llamacpp.llama_server_plan"]
     assert result["report"]["state"] == "failed"
 
 
@@ -110,12 +110,12 @@ def test_an_open_server_without_a_key_is_refused_before_anything_changes():
 def test_rows_of_instances_that_are_not_applied(instance, answers, more, state):
     result, calls = run_action(instance, answers, **more)
     assert result["report"]["state"] == state
-    assert all(name != "llamafleet.llamacpp.llama_server_apply" for name, *_ in calls)
+    assert all(call[0] != "llamafleet.llamacpp.llama_server_apply" for call in calls)
 
 
 def test_the_plan_modules_refusal_is_quoted():
-    result, _calls = run_action({"name": "main"}, {"llamafleet.llamacpp.llama_server_plan": {
-        "failed": True, "msg": "the engine refused the planned command line: stoi"}})
+    result = run_action({"name": "main"}, {"llamafleet.llamacpp.llama_server_plan": {
+        "failed": True, "msg": "the engine refused the planned command line: stoi"}})[0]
     assert result["msg"] == "instance main: the engine refused the planned command line: stoi"
     assert result["report"]["error"].endswith("(nothing was changed)")
 

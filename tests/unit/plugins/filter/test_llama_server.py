@@ -173,7 +173,8 @@ def test_model_files():
         {"url": "https://h/a/m.gguf?x=1#f", "checksum": "sha256:ab", "path": "/models/m.gguf"},
         {"url": "file:///s/x", "checksum": "sha256:cd", "path": "/models/y.gguf"},
     ]
-    for bad in ("x", [{"url": "u"}], [{"url": "https://h/", "checksum": "c"}], [{"url": "u", "checksum": "c",
-                                                                              "name": "a/b"}]):
+    bad_inputs = ("x", [{"url": "u"}], [{"url": "https://h/", "checksum": "c"}],
+                  [{"url": "u", "checksum": "c", "name": "a/b"}])
+    for bad in bad_inputs:
         with pytest.raises(AnsibleFilterError, match="model_files"):
             model_files(bad, "/models")

@@ -13,9 +13,9 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.planner import
     SplitDev,
     plan,
 )
-from tests.unit.support import FIXTURES
 from tests.unit.support.helptexts import NEW_ENGINE, OLD_ENGINE
 from tests.unit.support.models import DENSE_32
+from tests.unit.support.paths import FIXTURES
 
 REAL_HELP = (FIXTURES / "engine"
              / "llama-server-11434.0.0-cpu.help.txt").read_text()

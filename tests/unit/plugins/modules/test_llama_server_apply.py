@@ -15,7 +15,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._apply.running
 from ansible_collections.llamafleet.llamacpp.plugins.modules import llama_server_apply as apply
 from tests.unit.support.module_runner import run_module
 
-ARGV = ["/opt/e/llama-server", "-m", "/m/a.gguf", "-c", "4096", "--port", "8080"]
+ARGV = ("/opt/e/llama-server", "-m", "/m/a.gguf", "-c", "4096", "--port", "8080")
 
 
 def unit_text(argv):
@@ -80,7 +80,7 @@ def args(tmp_path, argv=ARGV, **more):
     base = {
         "instance": "main",
         "unit_content": unit_text(argv),
-        "argv": argv,
+        "argv": list(argv),
         "environment": {},
         "credentials": [{"path": str(tmp_path / "cred" / "main.key"), "content": "k-secret\n", "label": "the API key"}],
         "remove": [str(tmp_path / "cred" / "main.env")],
@@ -100,8 +100,8 @@ def args(tmp_path, argv=ARGV, **more):
 
 def test_first_deployment_then_a_no_op(systemd, tmp_path, capsys):
     first = run_module(apply.main, args(tmp_path), capsys)
-    assert (first["state"], first["changed"], first["restarted"], first["runs_plan"]) == ("deployed", True, True,
-                                                                                        True)
+    outcome = (first["state"], first["changed"], first["restarted"], first["runs_plan"])
+    assert outcome == ("deployed", True, True, True)
     assert "the unit is not loaded yet" in first["reasons"][-1]
     assert systemd.verbs() == ["daemon-reload", "enable", "restart"]
     assert (tmp_path / "cred" / "main.key").stat().st_mode & 0o777 == 0o600
@@ -154,7 +154,7 @@ def test_a_failed_start_rolls_back_to_the_last_verified_unit(systemd, tmp_path, 
     assert "error: bad value" in result["msg"]
     assert result["engine_says"] == ["error: bad value", "exit 1"]
     assert systemd.unit_file.read_text() == unit_text(ARGV)
-    assert list(systemd.state.cmdline) == ARGV  # the previous engine runs again
+    assert systemd.state.cmdline == ARGV  # the previous engine runs again
     assert result["props"]["n_ctx"] == 4096  # and the report shows it
 
 

@@ -79,3 +79,12 @@ def test_holder_liveness_on_this_controller():
     assert holder_alive(alive, "here") is False
     assert holder_alive({"controller": "here", "pid": "x"}, "here") is False
     assert process_start(os.getpid())
+
+
+def test_a_killed_but_unreaped_holder_is_gone(tmp_path):
+    (tmp_path / "42").mkdir()
+    stat = "42 (ansible-playbook) {state} 1 42 42 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 123456 0 0"
+    (tmp_path / "42" / "stat").write_text(stat.format(state="S"))
+    assert process_start(42, str(tmp_path)) == "123456"
+    (tmp_path / "42" / "stat").write_text(stat.format(state="Z"))
+    assert process_start(42, str(tmp_path)) == ""

@@ -4,8 +4,8 @@ in tests/integration/test_plan_module_real.py."""
 import json
 
 from ansible_collections.llamafleet.llamacpp.plugins.modules import llama_server_plan
-from tests.unit.support import FIXTURES
 from tests.unit.support.module_runner import run_module
+from tests.unit.support.paths import FIXTURES
 
 HELP = (FIXTURES / "engine" / "llama-server-11434.0.0-cpu.help.txt").read_text()
 FACTS = {"help": HELP, "bin": "/opt/e/llama-server", "model": "/m/a.gguf", "ram_mib": 8000, "ram_avail_mib": 6000}

@@ -17,7 +17,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.flag_
     check_extra_args,
     read_flag_table,
 )
-from tests.unit.support import FIXTURES as CAPTURED
+from tests.unit.support.paths import FIXTURES as CAPTURED
 
 FIXTURES = CAPTURED / "engine"
 CURRENT_HELP = (FIXTURES / "llama-server-11434.0.0-cpu.help.txt").read_text()

@@ -173,5 +173,3 @@ def test_split_mode_written():
     assert pl.split_mode_written(["-sm", " ROW "], {"LLAMA_ARG_SPLIT_MODE": "tensor"}) == "row"
     assert pl.split_mode_written([], {"LLAMA_ARG_SPLIT_MODE": "Tensor"}) == "tensor"
     assert pl.split_mode_written([], {}) == ""
-
-

@@ -16,7 +16,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.prese
     api_key_problem,
     read_preset,
 )
-from tests.unit.support import FIXTURES as CAPTURED
+from tests.unit.support.paths import FIXTURES as CAPTURED
 
 FIXTURES = CAPTURED / "engine"
 CURRENT = read_flag_table((FIXTURES / "llama-server-11434.0.0-cpu.help.txt").read_text())

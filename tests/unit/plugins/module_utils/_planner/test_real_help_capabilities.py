@@ -18,7 +18,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.engine
     trusted_build,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.planner import plan
-from tests.unit.support import FIXTURES as CAPTURED
+from tests.unit.support.paths import FIXTURES as CAPTURED
 
 FIXTURES = CAPTURED / "engine"
 CURRENT = "llama-server-11434.0.0-cpu"

@@ -17,7 +17,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.cpu im
     physical_cores,
     quota_cpus,
 )
-from tests.unit.support import FIXTURES as CAPTURED
+from tests.unit.support.paths import FIXTURES as CAPTURED
 
 FIXTURES = CAPTURED / "cpu"
 THIS_HOST = FIXTURES / "this-host"

@@ -30,7 +30,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.engine
     run_engine,
     trusted_build,
 )
-from tests.unit.support import FIXTURES
+from tests.unit.support.paths import FIXTURES
 
 HELP = "usage: llama-server [options]\n-h,    --help, --usage    print usage and exit\n--load-mode MODE\n"
 VERSION = "version: 0.1.0-dev (build 10450, commit ece963f41)\nbuilt with cc for x86_64-linux-gnu\n"

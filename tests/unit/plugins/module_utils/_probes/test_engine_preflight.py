@@ -22,7 +22,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.engine
     preflight_argv,
     run_preflight,
 )
-from tests.unit.support import FIXTURES as CAPTURED
+from tests.unit.support.paths import FIXTURES as CAPTURED
 
 FIXTURES = CAPTURED / "engine"
 REAL_HELP = FIXTURES / "llama-server-11434.0.0-cpu.help.txt"

@@ -21,7 +21,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.gpu im
     visible_gpu_count,
     visible_vram_mib,
 )
-from tests.unit.support import FIXTURES
+from tests.unit.support.paths import FIXTURES
 
 SMI = FIXTURES / "gpu" / "smi"
 

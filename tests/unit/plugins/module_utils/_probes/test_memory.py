@@ -15,7 +15,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.memory
     read_meminfo,
     unit_memory_mib,
 )
-from tests.unit.support import FIXTURES as CAPTURED
+from tests.unit.support.paths import FIXTURES as CAPTURED
 
 FIXTURES = CAPTURED / "memory"
 THIS_HOST = FIXTURES / "this-host-v1"

@@ -29,7 +29,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_h
     stable_ram_avail,
     user_env_from,
 )
-from tests.unit.support import FIXTURES
+from tests.unit.support.paths import FIXTURES
 
 REAL_HELP = FIXTURES / "engine" / "llama-server-11434.0.0-cpu.help.txt"
 H100 = Gpu(index=0, uuid="GPU-0", name="NVIDIA H100 80GB HBM3", total_mib=81559)

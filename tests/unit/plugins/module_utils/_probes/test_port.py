@@ -19,7 +19,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.port i
     read_listeners,
     socket_owners,
 )
-from tests.unit.support import FIXTURES as CAPTURED
+from tests.unit.support.paths import FIXTURES as CAPTURED
 
 FIXTURES = CAPTURED / "port"
 TCP = (FIXTURES / "proc_net_tcp.txt").read_text()

@@ -15,7 +15,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.compos
     health_url,
     service_environment,
 )
-from tests.unit.support import FIXTURES
+from tests.unit.support.paths import FIXTURES
 
 REAL_HELP = (FIXTURES / "engine"
              / "llama-server-11434.0.0-cpu.help.txt").read_text()
