@@ -370,6 +370,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts
     HostFacts,
     SplitDev,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes import plan_options  # noqa: E402
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.docker import DockerAccess  # noqa: E402
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_host import (  # noqa: E402
     ProbeError,
@@ -448,31 +449,7 @@ def notes_out(notes) -> list[dict]:
 
 def main() -> None:
     module = AnsibleModule(
-        argument_spec={
-            "preset": {"type": "dict", "default": {}},
-            "preset_file": {"type": "path"},
-            "bin": {"type": "path"},
-            "home": {"type": "path", "default": "/var/lib/llamafleet"},
-            "model_dirs": {"type": "list", "elements": "path", "default": []},
-            "environment": {"type": "dict", "default": {}},
-            "api_key_file": {"type": "str", "default": ""},
-            "engine_official": {"type": "bool", "default": False},
-            "instance": {"type": "str", "default": ""},
-            "unit": {"type": "str", "default": ""},
-            "slot_dir": {"type": "path"},
-            "cache_dir": {"type": "path"},
-            "stable_ram_avail_mib": {"type": "int", "default": 0},
-            "state_file": {"type": "path"},
-            "spec_auto_blocked": {"type": "str", "default": ""},
-            "check_port": {"type": "bool", "default": True},
-            "fail_on_refusal": {"type": "bool", "default": True},
-            "engine_image": {"type": "str", "default": ""},
-            "container": {"type": "str", "default": ""},
-            "docker_cli": {"type": "str", "default": "docker"},
-            "docker_host": {"type": "str", "default": ""},
-            "preflight": {"type": "bool", "default": True},
-            "host_facts": {"type": "dict"},
-        },
+        argument_spec=plan_options.argument_spec(),
         supports_check_mode=True,
     )
     params = module.params
@@ -495,24 +472,16 @@ def main() -> None:
         else:
             probe = probe_and_plan(
                 ProbeOptions(
+                    **plan_options.copied_fields(params),
                     preset=preset,
                     bin=binary,
-                    home=params["home"],
-                    model_dirs=params["model_dirs"],
                     environment=environment,
-                    api_key_file=params["api_key_file"],
-                    engine_official=params["engine_official"],
-                    instance=params["instance"],
                     unit=unit,
                     slot_dir=params["slot_dir"] or "",
                     cache_dir=params["cache_dir"] or "",
                     write_cache=not module.check_mode,
                     stable_ram_avail_mib=params["stable_ram_avail_mib"] or previous_ram_avail(params["state_file"]),
-                    spec_auto_blocked=params["spec_auto_blocked"],
-                    engine_image=params["engine_image"],
-                    container=params["container"],
                     docker=DockerAccess(cli=params["docker_cli"], host=params["docker_host"]),
-                    preflight=params["preflight"],
                 )
             )
             plan, probed, warnings = probe.plan, probe.probed, probe.warnings
