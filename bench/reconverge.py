@@ -124,6 +124,8 @@ def main() -> int:
         os.environ,
         ANSIBLE_COLLECTIONS_PATH=TREE,
         ANSIBLE_NOCOLOR="1",
+        # What an operator sees: changes, failures and the summary (the lines per host printed below).
+        ANSIBLE_STDOUT_CALLBACK="llamafleet.llamacpp.fleet",
         LLAMAFLEET_FLEET_SHARE=os.environ.get("LLAMAFLEET_FLEET_SHARE", os.path.join(CACHE, "fleet-share")),
         LLAMAFLEET_DEMO_KEY_FILE=os.environ.get(
             "LLAMAFLEET_DEMO_KEY_FILE", os.path.join(CACHE, "fleet", "demo-api-key")

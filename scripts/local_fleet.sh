@@ -24,6 +24,8 @@ if [ ! -s "$LLAMAFLEET_DEMO_KEY_FILE" ]; then
 fi
 
 "$venv/bin/python" -c 'import sys; sys.path.insert(0, sys.argv[1]); import conftest' "$root"
+# Only what changed, failed or has a message (the summary) is printed; ANSIBLE_STDOUT_CALLBACK=default shows all.
+ANSIBLE_STDOUT_CALLBACK=${ANSIBLE_STDOUT_CALLBACK:-llamafleet.llamacpp.fleet} \
 ANSIBLE_COLLECTIONS_PATH="$root/.collections" PATH="$venv/bin:$PATH" \
   "$venv/bin/ansible-playbook" -i "$("$here/fleet.sh" inventory)" "$root/playbooks/deploy-llm.yml" \
   -e "@$root/playbooks/vars/local-fleet.yml" -e "llama_fleet_summary_path=$root/fleet-summary.md"
