@@ -11,12 +11,10 @@ from collections.abc import Mapping, Sequence
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner import preset_layers
-
-# Flags whose value the summary shows; the last occurrence wins, as in the engine (the user's EXTRA_ARGS come
-# last in the planned argv). Display only: where the engine listens is the plan's decision, read as it is.
-CTX_FLAGS = ("-c", "--ctx-size")
-NGL_FLAGS = ("-ngl", "--gpu-layers", "--n-gpu-layers")
-CACHE_RAM_FLAGS = ("-cram", "--cache-ram")
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.argv_tokens import flag_value
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.context_size import CTX_FLAGS
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.placement import NGL_FLAGS
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.prompt_cache import CACHE_RAM_FLAGS
 
 
 def merge_preset(base, *layers) -> dict:
@@ -67,18 +65,6 @@ def instances_in_state(instances, state: str = "present") -> list:
     return selected
 
 
-def _last_value(argv: Sequence[str], flags: Sequence[str]) -> str:
-    value = ""
-    for index, word in enumerate(argv):
-        if word in flags and index + 1 < len(argv):
-            value = argv[index + 1]
-        else:
-            for flag in flags:
-                if flag.startswith("--") and word.startswith(flag + "="):
-                    value = word[len(flag) + 1 :]
-    return value
-
-
 def plan_summary(plan: Mapping) -> dict:
     """What the fleet report shows of one llama_server_plan result, plus where to check health (the plan's)."""
     if not isinstance(plan, Mapping) or not isinstance(plan.get("decisions"), Mapping):
@@ -91,9 +77,10 @@ def plan_summary(plan: Mapping) -> dict:
         "model": posixpath.basename(model),
         "model_path": model,
         "model_bytes": int(facts.get("model_bytes") or 0),
-        "ctx": _last_value(argv, CTX_FLAGS),
-        "ngl": _last_value(argv, NGL_FLAGS),
-        "cache_ram": _last_value(argv, CACHE_RAM_FLAGS),
+        # As written, the last occurrence winning (the user's EXTRA_ARGS come last), as the engine reads them.
+        "ctx": flag_value(argv, *CTX_FLAGS),
+        "ngl": flag_value(argv, *NGL_FLAGS),
+        "cache_ram": flag_value(argv, *CACHE_RAM_FLAGS),
         "gpus": len(facts.get("gpus") or []),
         "vram_mib": int(facts.get("vram_mib") or 0),
         "ram_mib": int(facts.get("ram_mib") or 0),

@@ -227,6 +227,7 @@ import time  # noqa: E402
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._apply.running_state import (  # noqa: E402
+    UnitState,
     argv_matches,
     first_difference,
     restart_reasons,
@@ -309,21 +310,22 @@ class Instance:
         labels += [f"{path} (no longer used)" for path in self.remove]
         return labels
 
-    def observe(self) -> dict:
+    def observe(self) -> tuple[dict, UnitState, dict | None]:
+        """One reading of what runs: the report's part of it, the unit's state, and /props (None: none given)."""
         params = self.module.params
         state = self.state()
         health, _body = probe_http_get(params["health_url"], params["health_unix_socket"], timeout=5.0)
-        props = read_props(params["health_url"], params["health_unix_socket"], headers=self.headers) if health in (
-            200,
-        ) else None
-        return {
+        props = None
+        if health == 200:
+            props = read_props(params["health_url"], params["health_unix_socket"], headers=self.headers)
+        report = {
             "pid": state.main_pid if state.running else 0,
             "health": health,
             "props": props_summary(props),
             "runs_plan": state.running and argv_matches(state.cmdline, params["argv"]),
             "unit_state": state.as_dict(),
-            "_raw_props": props,
         }
+        return report, state, props
 
     # ---------------------------------------------------------------- changes
     def write_files(self) -> None:
@@ -357,7 +359,7 @@ class Instance:
             copy = os.path.join(self.last_good, path.strip("/").replace("/", "%"))
             wanted.add(copy)
             if _read(copy) != content:
-                write_atomically(copy, content, 0o600 if mode == 0o600 else 0o644)
+                write_atomically(copy, content, mode)
         for entry in os.listdir(self.last_good):
             full = os.path.join(self.last_good, entry)
             if full not in wanted:
@@ -409,15 +411,13 @@ class Instance:
             still_starting=still_starting,
         )
 
-    def verify(self) -> list[str]:
+    def verify(self, state: UnitState, props: dict | None) -> list[str]:
         """Where the started engine is not the plan: its main process's argv, then /props."""
         params = self.module.params
-        state = self.state()
         problems = []
         if not argv_matches(state.cmdline, params["argv"]):
             problems.append("the started engine's command line is not the plan's: "
                             + first_difference(state.cmdline, params["argv"]))
-        props = read_props(params["health_url"], params["health_unix_socket"], headers=self.headers)
         if props is None:
             problems.append("the engine answered /health but gave no /props")
         else:
@@ -502,8 +502,7 @@ def main() -> None:
         result["diff"] = _diff(instance)
 
     if module.check_mode:
-        observed = instance.observe()
-        observed.pop("_raw_props")
+        observed = instance.observe()[0]
         module.exit_json(state="previewed", **result, **observed)
 
     try:
@@ -511,8 +510,7 @@ def main() -> None:
         if not reasons:
             if enable:
                 instance.systemctl("enable", instance.unit)
-            observed = instance.observe()
-            observed.pop("_raw_props")
+            observed = instance.observe()[0]
             if observed["health"] == 200 and observed["runs_plan"]:
                 instance.keep_last_good()
             result["changed"] |= _write_state(module)
@@ -535,15 +533,14 @@ def deploy(module: AnsibleModule, instance: Instance, before, result: dict) -> N
         status, why = instance.wait()
         result["health"] = status
         if not why:
-            problems = instance.verify()
-            why = "; ".join(problems)
+            # One reading serves the check and the report.
+            observed, state, props = instance.observe()
+            why = "; ".join(instance.verify(state, props))
     except (OSError, ApplyError) as err:
         why = str(err)
     if not why:
         instance.keep_last_good()
         _write_state(module)
-        observed = instance.observe()
-        observed.pop("_raw_props")
         module.exit_json(state="deployed", **{**result, **observed, "changed": True})
 
     engine_says = journal_tail(instance.run, instance.unit, module.params["journal_lines"], since=started_at)
@@ -555,8 +552,7 @@ def deploy(module: AnsibleModule, instance: Instance, before, result: dict) -> N
         tail = " — the new instance was removed"
     else:
         tail = f" — the rollback did not complete: {outcome}"
-    observed = instance.observe()
-    observed.pop("_raw_props")
+    observed = instance.observe()[0]
     lines = [f"instance {instance.name}: {why}{tail}"]
     if engine_says:
         lines.append(f"journalctl -u {instance.unit} (last {len(engine_says)} lines since the restart):")

@@ -30,15 +30,6 @@ SHOW_PROPERTIES = (
 # A unit with a main process in these states runs its engine (Type=exec: "activating" while it starts);
 # "auto-restart" is a crash loop waiting for its next try.
 RUNNING = ("active", "reloading", "activating")
-# Set by systemd in every service's environment, never by the unit's Environment= lines.
-SYSTEMD_SET = frozenset(
-    {
-        "PATH", "LANG", "HOME", "LOGNAME", "USER", "SHELL", "INVOCATION_ID", "JOURNAL_STREAM", "SYSTEMD_EXEC_PID",
-        "CREDENTIALS_DIRECTORY", "MEMORY_PRESSURE_WATCH", "MEMORY_PRESSURE_WRITE", "RUNTIME_DIRECTORY",
-        "STATE_DIRECTORY", "CACHE_DIRECTORY", "LOGS_DIRECTORY", "CONFIGURATION_DIRECTORY", "MAINPID",
-        "MANAGERPID", "NOTIFY_SOCKET", "WATCHDOG_PID", "WATCHDOG_USEC", "TERM",
-    }
-)
 # How many words may stand before the planned binary in a running argv: a script's interpreter and one
 # option of it (``/bin/sh /opt/bin/llama-server ...``, ``/usr/bin/python3 -u wrapper.py ...``).
 MAX_INTERPRETER_WORDS = 2
@@ -186,7 +177,7 @@ def environment_differences(running: Mapping[str, str], planned: Mapping[str, st
     # The key variable of an engine without --api-key-file comes from the unit's EnvironmentFile=.
     names += sorted(
         name for name in running
-        if name not in planned and name != KEY_VARIABLE and name not in SYSTEMD_SET and is_engine_variable(name)
+        if name not in planned and name != KEY_VARIABLE and is_engine_variable(name)
     )
     return names
 

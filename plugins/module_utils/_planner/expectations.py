@@ -26,6 +26,8 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.argv_
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.context_size import CTX_FLAGS
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import GGUFInfo
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.placement import NGL_FLAGS
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.prompt_cache import CACHE_RAM_FLAGS
 
 # llama.cpp pads the context it allocates up to a multiple of this many tokens.
 CTX_PAD = 256
@@ -34,8 +36,6 @@ PARALLEL_FLAGS = ("-np", "--parallel")
 UNIFIED_ON = ("-kvu", "--kv-unified")
 UNIFIED_OFF = ("-no-kvu", "--no-kv-unified")
 PER_SLOT_LIMIT = ("--kv-unified-per-slot",)
-NGL_FLAGS = ("-ngl", "--gpu-layers", "--n-gpu-layers")
-CACHE_RAM_FLAGS = ("-cram", "--cache-ram")
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ then hands the files to ``llama_server_apply`` on the target. Every decision com
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.engine_inputs import NO_CONFIG_HOME
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_unit import (
@@ -62,7 +62,6 @@ class RenderedInstance:
     # (path, label, holds) of each credential file; holds: "key" (the bare key) or "env" (LLAMA_API_KEY=key).
     credentials: tuple[tuple[str, str, str], ...] = ()
     remove: tuple[str, ...] = ()
-    notes: tuple = field(default_factory=tuple)
 
 
 def _word_true(word: str) -> bool:
