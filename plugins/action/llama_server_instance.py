@@ -10,7 +10,6 @@ result: it goes to the apply module's no_log options only, and every string of t
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
 from ansible.plugins.action import ActionBase
@@ -20,12 +19,16 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.prese
     PresetLayerError,
     instance_preset,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.instance_request import (
+    PLAN_REPORT_KEYS,
+    apply_request,
+    open_server_refusal,
+    plan_request,
+    service_environment,
+    unit_settings,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_instance import (
-    InstanceSettings,
-    credential_content,
-    health_timeout_s,
     instance_paths,
-    key_file_for,
     render_instance,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_unit import (
@@ -89,27 +92,7 @@ class ActionModule(ActionBase):
         if args["pending"]:
             message = f"check mode: {args['pending']}"
             return {"changed": True, "report": early_entry(name, "pending", message, unit, changed=True)}
-        settings = InstanceSettings(
-            user=args["user"], group=args["group"], home=args["home"], config_dir=args["config_dir"],
-            credentials_dir=args["credentials_dir"], nvidia=args["nvidia"], protect_home=args["protect_home"],
-            restart_sec=args["restart_sec"], stop_timeout_s=args["stop_timeout_s"],
-            limit_nofile=args["limit_nofile"],
-        )
-        paths = instance_paths(name, settings)
-        base_env = {**args["environment"], **(instance.get("environment") or {})}
-        plan = self._module(PLAN_MODULE, {
-            "bin": args["engine"],
-            "home": paths.home_dir,
-            "model_dirs": [args["models_dir"], *args["model_dirs"]],
-            "instance": name,
-            "unit": unit,
-            "preset": {k: v for k, v in preset.items() if k != "API_KEY"},
-            "environment": base_env,
-            "api_key_file": key_file_for(name, bool(key)),
-            "engine_official": args["engine_official"],
-            "cache_dir": f"{args['plan_cache_dir']}/{name}",
-            "state_file": paths.state_file,
-        }, task_vars, args["python"])
+        plan = self._module(PLAN_MODULE, plan_request(name, instance, preset, key, args), task_vars, args["python"])
         if plan.get("failed"):
             message = f"instance {name}: {plan.get('msg') or 'planning failed'}"
             return {"failed": True, "msg": message, "plan": plan,
@@ -118,50 +101,25 @@ class ActionModule(ActionBase):
             entry = early_entry(name, "external", unit=unit)
             entry["notes_count"] = len(plan.get("notes") or [])
             return {"changed": False, "plan": plan, "report": entry}
-        decisions = plan["decisions"]
-        if not (decisions.get("loopback_only") or key or args["allow_open"]):
-            message = (f"instance {name} would listen on {decisions.get('host')} (beyond loopback) without an API "
-                       "key. Give it an api_key (vault), listen on 127.0.0.1, or set llama_server_allow_open: true "
-                       "to accept an open server.")
-            return {"failed": True, "msg": message, "plan": plan,
-                    "report": early_entry(name, "failed", message + " (nothing was changed)", unit)}
+        refusal = open_server_refusal(name, plan["decisions"], key, args["allow_open"])
+        if refusal:
+            return {"failed": True, "msg": refusal, "plan": plan,
+                    "report": early_entry(name, "failed", refusal + " (nothing was changed)", unit)}
+        settings = unit_settings(args)
         try:
-            rendered = render_instance(name, plan, settings, base_env, bool(key))
+            rendered = render_instance(name, plan, settings, service_environment(args, instance), bool(key))
         except UnitRenderError as err:
             message = f"the planned instance cannot be written into a unit: {err}"
             return {"failed": True, "msg": message, "plan": plan,
                     "report": early_entry(name, "failed", message, unit)}
-        facts = plan.get("facts") or {}
-        applied = self._module(APPLY_MODULE, {
-            "instance": name,
-            "unit_content": rendered.unit_content,
-            "argv": plan["argv"],
-            "environment": rendered.environment,
-            "credentials": [{"path": path, "label": label, "content": credential_content(holds, key)}
-                            for path, label, holds in rendered.credentials],
-            "remove": list(rendered.remove),
-            "home_dir": paths.home_dir,
-            "user": args["user"],
-            "group": args["group"],
-            "expect": decisions.get("expect") or {},
-            "api_key": key,
-            "health_url": decisions["health_url"],
-            "health_unix_socket": decisions.get("health_unix_socket") or "",
-            "health_timeout_s": health_timeout_s(int(facts.get("model_bytes") or 0),
-                                                 args["health_timeout_base_s"], args["health_timeout_per_gib_s"]),
-            "listen_timeout_s": args["health_listen_timeout_s"],
-            "health_delay_s": args["health_delay_s"],
-            "journal_lines": args["journal_lines"],
-            "state_file": paths.state_file,
-            "last_good_dir": f"{args['config_dir']}/last-good",
-            # As the role wrote it before (to_nice_json), so an upgrade leaves the file as it is.
-            "state_content": json.dumps({"ram_avail_mib": int(facts.get("ram_avail_mib") or 0)}, indent=4) + "\n",
-        }, task_vars, args["python"])
+        applied = self._module(
+            APPLY_MODULE, apply_request(name, plan, rendered, instance_paths(name, settings), key=key, settings=args),
+            task_vars, args["python"],
+        )
         entry = report_entry(name, plan, applied, unit)
         outcome = {
             "changed": bool(applied.get("changed")),
-            "plan": {k: plan.get(k) for k in ("argv", "exec_start", "env", "notes", "plan_warnings", "decisions",
-                                              "facts", "preflight", "unset_environment")},
+            "plan": {k: plan.get(k) for k in PLAN_REPORT_KEYS},
             "applied": applied,
             "report": entry,
         }

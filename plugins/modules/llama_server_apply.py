@@ -220,370 +220,98 @@ engine_says:
 """
 
 import os  # noqa: E402
-import shutil  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._apply.running_state import (  # noqa: E402
-    UnitState,
-    argv_matches,
-    first_difference,
-    restart_reasons,
-)
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.expectations import (  # noqa: E402
-    props_problems,
-)
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.service import (  # noqa: E402
-    http_get as probe_http_get,
-)
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.service import (  # noqa: E402
-    journal_tail,
-    props_summary,
-    read_props,
-    read_unit_state,
-    wait_healthy,
-)
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_unit import (  # noqa: E402
-    unit_name,
-    unit_path,
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.instance import (  # noqa: E402
+    HOME_MODE,
+    UNIT_LABEL,
+    ApplyError,
+    Instance,
+    deploy,
 )
 
-UNIT_LABEL = "the unit file"
+ARGUMENT_SPEC = {
+    "instance": {"type": "str", "required": True},
+    "unit_content": {"type": "str", "required": True},
+    "argv": {"type": "list", "elements": "str", "required": True},
+    "environment": {"type": "dict", "default": {}},
+    "credentials": {
+        "type": "list",
+        "elements": "dict",
+        "default": [],
+        "options": {
+            "path": {"type": "path", "required": True},
+            "content": {"type": "str", "required": True, "no_log": True},
+            "label": {"type": "str", "default": "a credential"},
+        },
+    },
+    "remove": {"type": "list", "elements": "path", "default": []},
+    "home_dir": {"type": "path", "required": True},
+    "user": {"type": "str", "required": True},
+    "group": {"type": "str", "required": True},
+    "expect": {"type": "dict", "default": {}},
+    "api_key": {"type": "str", "default": "", "no_log": True},
+    "health_url": {"type": "str", "required": True},
+    "health_unix_socket": {"type": "str", "default": ""},
+    "health_timeout_s": {"type": "int", "default": 120},
+    "listen_timeout_s": {"type": "int", "default": 30},
+    "health_delay_s": {"type": "float", "default": 1.0},
+    "journal_lines": {"type": "int", "default": 40},
+    "last_good_dir": {"type": "path", "default": "/etc/llamafleet/last-good"},
+    "state_file": {"type": "path"},
+    "state_content": {"type": "str", "default": ""},
+}
 
 
-def _read(path: str) -> bytes | None:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return None
-
-
-def write_atomically(path: str, content: bytes, mode: int) -> None:
-    """Write beside the target, fsync, then rename over it: a reader sees the old file or the new one."""
-    directory = os.path.dirname(path)
-    os.makedirs(directory, mode=0o755, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=".llamafleet-", dir=directory)
-    try:
-        os.fchmod(fd, mode)
-        if os.geteuid() == 0:
-            os.fchown(fd, 0, 0)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(content)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
-
-
-class Instance:
-    """One instance's files, unit and engine, as this module sees and changes them."""
-
-    def __init__(self, module: AnsibleModule):
-        self.module = module
-        params = module.params
-        self.name = params["instance"]
-        self.unit = unit_name(self.name)
-        self.unit_path = unit_path(self.name)
-        self.last_good = os.path.join(params["last_good_dir"], self.name)
-        self.files = [(self.unit_path, params["unit_content"].encode(), 0o644, UNIT_LABEL)]
-        for item in params["credentials"]:
-            self.files.append((item["path"], item["content"].encode(), 0o600, item["label"]))
-        self.remove = [path for path in params["remove"] if os.path.lexists(path)]
-        self.headers = {"Authorization": f"Bearer {params['api_key']}"} if params["api_key"] else {}
-
-    # ---------------------------------------------------------------- readings
-    def run(self, argv):
-        rc, out, err = self.module.run_command(list(argv))
-        return rc, out, err
-
-    def state(self):
-        return read_unit_state(self.run, self.unit)
-
-    def changed_files(self) -> list[str]:
-        labels = [label for path, content, _mode, label in self.files if _read(path) != content]
-        labels += [f"{path} (no longer used)" for path in self.remove]
-        return labels
-
-    def observe(self) -> tuple[dict, UnitState, dict | None]:
-        """One reading of what runs: the report's part of it, the unit's state, and /props (None: none given)."""
-        params = self.module.params
-        state = self.state()
-        health, _body = probe_http_get(params["health_url"], params["health_unix_socket"], timeout=5.0)
-        props = None
-        if health == 200:
-            props = read_props(params["health_url"], params["health_unix_socket"], headers=self.headers)
-        report = {
-            "pid": state.main_pid if state.running else 0,
-            "health": health,
-            "props": props_summary(props),
-            "runs_plan": state.running and argv_matches(state.cmdline, params["argv"]),
-            "unit_state": state.as_dict(),
-        }
-        return report, state, props
-
-    # ---------------------------------------------------------------- changes
-    def write_files(self) -> None:
-        for path, content, mode, _label in self.files:
-            if _read(path) != content:
-                write_atomically(path, content, mode)
-        for path in self.remove:
-            os.unlink(path)
-
-    def ensure_home(self) -> bool:
-        params = self.module.params
-        changed = not os.path.isdir(params["home_dir"])
-        os.makedirs(params["home_dir"], mode=0o700, exist_ok=True)
-        file_args = self.module.load_file_common_arguments(
-            {"path": params["home_dir"], "owner": params["user"], "group": params["group"], "mode": "0700"}
-        )
-        return self.module.set_fs_attributes_if_different(file_args, changed)
-
-    def systemctl(self, *args, check=True):
-        rc, out, err = self.run(["systemctl", *args])
-        if check and rc != 0:
-            raise ApplyError(f"systemctl {' '.join(args)} failed: {(err or out).strip()}")
-        return rc
-
-    def keep_last_good(self) -> None:
-        """Copy what now runs healthy, so a later failure (even after an interrupted run) can go back to it."""
-        os.makedirs(self.last_good, mode=0o700, exist_ok=True)
-        os.chmod(os.path.dirname(self.last_good), 0o700)
-        wanted = set()
-        for path, content, mode, _label in self.files:
-            copy = os.path.join(self.last_good, path.strip("/").replace("/", "%"))
-            wanted.add(copy)
-            if _read(copy) != content:
-                write_atomically(copy, content, mode)
-        for entry in os.listdir(self.last_good):
-            full = os.path.join(self.last_good, entry)
-            if full not in wanted:
-                os.unlink(full)
-
-    def last_good_files(self) -> dict[str, bytes]:
-        """{original path: content} of the last verified deployment; {} when there is none."""
-        if not os.path.isdir(self.last_good):
-            return {}
-        found = {}
-        for entry in os.listdir(self.last_good):
-            content = _read(os.path.join(self.last_good, entry))
-            if content is not None:
-                found["/" + entry.replace("%", "/")] = content
-        return found if self.unit_path in found else {}
-
-    def on_disk(self) -> dict[str, bytes]:
-        """The instance's files as they are now (the rollback when no verified copy exists yet)."""
-        paths = [path for path, *_rest in self.files] + self.remove
-        found = {path: _read(path) for path in paths}
-        return {path: content for path, content in found.items() if content is not None}
-
-    def restore(self, previous: dict[str, bytes]) -> None:
-        for path, content in previous.items():
-            write_atomically(path, content, 0o644 if path == self.unit_path else 0o600)
-        for path, *_rest in self.files:
-            if path not in previous and os.path.lexists(path):
-                os.unlink(path)
-
-    def start(self, reset: bool) -> None:
-        self.systemctl("daemon-reload")
-        if reset:
-            self.systemctl("reset-failed", self.unit, check=False)
-        self.systemctl("enable", self.unit)
-        self.systemctl("restart", self.unit)
-
-    def wait(self) -> tuple[int, str]:
-        params = self.module.params
-
-        def still_starting() -> bool:
-            return self.state().running
-
-        return wait_healthy(
-            params["health_url"],
-            params["health_unix_socket"],
-            timeout_s=params["health_timeout_s"],
-            listen_timeout_s=params["listen_timeout_s"],
-            delay_s=params["health_delay_s"],
-            still_starting=still_starting,
-        )
-
-    def verify(self, state: UnitState, props: dict | None) -> list[str]:
-        """Where the started engine is not the plan: its main process's argv, then /props."""
-        params = self.module.params
-        problems = []
-        if not argv_matches(state.cmdline, params["argv"]):
-            problems.append("the started engine's command line is not the plan's: "
-                            + first_difference(state.cmdline, params["argv"]))
-        if props is None:
-            problems.append("the engine answered /health but gave no /props")
-        else:
-            problems += [f"/props: {problem}" for problem in props_problems(props, params["expect"])]
-        return problems
-
-
-class ApplyError(Exception):
-    pass
-
-
-def _diff(instance: Instance) -> dict:
-    before = _read(instance.unit_path)
-    return {
-        "before_header": instance.unit_path,
-        "after_header": instance.unit_path,
-        "before": before.decode("utf-8", "replace") if before is not None else "",
-        "after": instance.module.params["unit_content"],
-    }
-
-
-def _write_state(module: AnsibleModule) -> bool:
-    path, content = module.params["state_file"], module.params["state_content"].encode()
-    if not path or _read(path) == content:
-        return False
-    write_atomically(path, content, 0o644)
-    return True
+def ensure_home(module: AnsibleModule) -> bool:
+    params = module.params
+    changed = not os.path.isdir(params["home_dir"])
+    os.makedirs(params["home_dir"], mode=HOME_MODE, exist_ok=True)
+    file_args = module.load_file_common_arguments(
+        {"path": params["home_dir"], "owner": params["user"], "group": params["group"], "mode": f"{HOME_MODE:04o}"}
+    )
+    return module.set_fs_attributes_if_different(file_args, changed)
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "instance": {"type": "str", "required": True},
-            "unit_content": {"type": "str", "required": True},
-            "argv": {"type": "list", "elements": "str", "required": True},
-            "environment": {"type": "dict", "default": {}},
-            "credentials": {
-                "type": "list",
-                "elements": "dict",
-                "default": [],
-                "options": {
-                    "path": {"type": "path", "required": True},
-                    "content": {"type": "str", "required": True, "no_log": True},
-                    "label": {"type": "str", "default": "a credential"},
-                },
-            },
-            "remove": {"type": "list", "elements": "path", "default": []},
-            "home_dir": {"type": "path", "required": True},
-            "user": {"type": "str", "required": True},
-            "group": {"type": "str", "required": True},
-            "expect": {"type": "dict", "default": {}},
-            "api_key": {"type": "str", "default": "", "no_log": True},
-            "health_url": {"type": "str", "required": True},
-            "health_unix_socket": {"type": "str", "default": ""},
-            "health_timeout_s": {"type": "int", "default": 120},
-            "listen_timeout_s": {"type": "int", "default": 30},
-            "health_delay_s": {"type": "float", "default": 1.0},
-            "journal_lines": {"type": "int", "default": 40},
-            "last_good_dir": {"type": "path", "default": "/etc/llamafleet/last-good"},
-            "state_file": {"type": "path"},
-            "state_content": {"type": "str", "default": ""},
-        },
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     params = module.params
-    environment = {str(k): "" if v is None else str(v) for k, v in params["environment"].items()}
-    instance = Instance(module)
-    changed_files = instance.changed_files()
-    before = instance.state()
-    reasons = restart_reasons(before, params["argv"], environment, changed_files)
-    enable = before.unit_file_state not in ("enabled", "enabled-runtime")
+    instance = Instance(params, lambda argv: module.run_command(list(argv)))
+    judged = instance.judge()
     result = {
         "instance": params["instance"],
         "unit": instance.unit,
-        "changed": bool(reasons or enable),
+        "changed": bool(judged.reasons or judged.enable),
         "restarted": False,
-        "would_restart": bool(reasons),
-        "reasons": reasons,
+        "would_restart": bool(judged.reasons),
+        "reasons": list(judged.reasons),
         "rolled_back": False,
     }
-    if module._diff and UNIT_LABEL in changed_files:
-        result["diff"] = _diff(instance)
+    if module._diff and UNIT_LABEL in judged.changed_files:
+        result["diff"] = instance.unit_diff()
 
     if module.check_mode:
         observed = instance.observe()[0]
         module.exit_json(state="previewed", **result, **observed)
 
     try:
-        result["changed"] |= instance.ensure_home()
-        if not reasons:
-            if enable:
+        result["changed"] |= ensure_home(module)
+        if not judged.reasons:
+            if judged.enable:
                 instance.systemctl("enable", instance.unit)
             observed = instance.observe()[0]
             if observed["health"] == 200 and observed["runs_plan"]:
                 instance.keep_last_good()
-            result["changed"] |= _write_state(module)
+            result["changed"] |= instance.write_state()
             module.exit_json(state="deployed", **result, **observed)
     except (OSError, ApplyError) as err:
         module.fail_json(msg=f"instance {instance.name}: {err}", state="failed", **result)
 
-    deploy(module, instance, before, result)
-
-
-def deploy(module: AnsibleModule, instance: Instance, before, result: dict) -> None:
-    """Write, restart, wait, verify; on any failure go back to the last verified unit (or remove a new one)."""
-    previous = instance.last_good_files() or (instance.on_disk() if before.running else {})
-    started_at = f"@{int(time.time())}"
-    why = ""
-    try:
-        instance.write_files()
-        instance.start(reset=before.active_state == "failed" or before.start_limited or before.n_restarts > 0)
-        result["restarted"] = True
-        status, why = instance.wait()
-        result["health"] = status
-        if not why:
-            # One reading serves the check and the report.
-            observed, state, props = instance.observe()
-            why = "; ".join(instance.verify(state, props))
-    except (OSError, ApplyError) as err:
-        why = str(err)
-    if not why:
-        instance.keep_last_good()
-        _write_state(module)
-        module.exit_json(state="deployed", **{**result, **observed, "changed": True})
-
-    engine_says = journal_tail(instance.run, instance.unit, module.params["journal_lines"], since=started_at)
-    outcome = rollback(module, instance, previous)
-    if outcome == "rolled back":
-        result["rolled_back"] = True
-        tail = " — rolled back to the last verified unit, which is healthy again"
-    elif outcome == "removed":
-        tail = " — the new instance was removed"
-    else:
-        tail = f" — the rollback did not complete: {outcome}"
-    observed = instance.observe()[0]
-    lines = [f"instance {instance.name}: {why}{tail}"]
-    if engine_says:
-        lines.append(f"journalctl -u {instance.unit} (last {len(engine_says)} lines since the restart):")
-        lines += engine_says
-    module.fail_json(
-        msg="\n".join(lines), state="failed", error=why + tail, engine_says=engine_says,
-        **{**result, **observed, "changed": True},
-    )
-
-
-def rollback(module: AnsibleModule, instance: Instance, previous: dict[str, bytes]) -> str:
-    try:
-        if not previous:
-            instance.systemctl("disable", "--now", instance.unit, check=False)
-            for path, *_rest in instance.files:
-                if os.path.lexists(path):
-                    os.unlink(path)
-            state_file = module.params["state_file"]
-            if state_file and os.path.lexists(state_file):
-                os.unlink(state_file)
-            if os.path.isdir(instance.last_good):
-                shutil.rmtree(instance.last_good)
-            instance.systemctl("daemon-reload")
-            instance.systemctl("reset-failed", instance.unit, check=False)
-            return "removed"
-        instance.restore(previous)
-        instance.start(reset=True)
-        _status, why = instance.wait()
-        return why or "rolled back"
-    except (OSError, ApplyError) as err:
-        return str(err)
+    deployment = deploy(instance, judged.before, result)
+    if deployment.failure:
+        module.fail_json(msg=deployment.failure, **deployment.result)
+    module.exit_json(**deployment.result)
 
 
 if __name__ == "__main__":

@@ -357,94 +357,12 @@ engine_runs:
   type: int
 """
 
-import dataclasses  # noqa: E402
-import json  # noqa: E402
-import traceback  # noqa: E402
-
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils import planner  # noqa: E402
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import (  # noqa: E402
-    CpuBudget,
-    GGUFInfo,
-    HostFacts,
-    SplitDev,
-)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes import plan_options  # noqa: E402
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.docker import DockerAccess  # noqa: E402
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_host import (  # noqa: E402
-    ProbeError,
-    ProbeOptions,
-    check_port,
-    probe_and_plan,
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_request import (  # noqa: E402
+    plan_from_params,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_quoting import (  # noqa: E402
-    UnitValueError,
-    exec_start,
-)
-
-
-def facts_from_dict(data: dict) -> HostFacts:
-    """host_facts option -> HostFacts (unknown keys rejected with their names)."""
-    fields = {f.name for f in dataclasses.fields(HostFacts)}
-    unknown = sorted(set(data) - fields)
-    if unknown:
-        raise ValueError(f"host_facts: unknown field(s) {', '.join(unknown)}")
-    values = dict(data)
-    for key in ("gguf", "draft_gguf"):
-        if isinstance(values.get(key), dict):
-            info = dict(values[key])
-            if "head_count_kv_layers" in info:
-                info["head_count_kv_layers"] = tuple(info["head_count_kv_layers"])
-            values[key] = GGUFInfo(**info)
-    if isinstance(values.get("cpu"), dict):
-        values["cpu"] = CpuBudget(**values["cpu"])
-    if "split_devs" in values:
-        values["split_devs"] = tuple(SplitDev(**d) for d in values["split_devs"] or ())
-    for key in ("arg_env", "user_env"):
-        if key in values:
-            values[key] = {str(k): str(v) for k, v in (values[key] or {}).items()}
-    return HostFacts(**values)
-
-
-def read_preset(module: AnsibleModule) -> dict[str, str]:
-    preset: dict[str, str] = {}
-    if module.params["preset_file"]:
-        try:
-            with open(module.params["preset_file"], encoding="utf-8") as handle:
-                preset.update(planner.parse_env(handle.read()))
-        except (OSError, UnicodeDecodeError) as err:
-            module.fail_json(msg=f"cannot read preset_file {module.params['preset_file']}: {err}")
-    try:
-        preset.update(planner.normalize_preset(module.params["preset"] or {}))
-    except planner.PresetError as err:
-        module.fail_json(msg=str(err))
-    # A key in a preset is masked wherever Ansible would print it, and never returned.
-    key = preset.get("API_KEY", "").strip()
-    if key:
-        module.no_log_values.add(key)
-        module.no_log_values.add(preset["API_KEY"])
-    return preset
-
-
-# Where ggml-org's server images put the engine (their entrypoint).
-IMAGE_DEFAULT_BIN = "/app/llama-server"
-
-
-def previous_ram_avail(path: str | None) -> int:
-    """The free RAM the last verified plan used, from its state file; 0 = none (a first deployment)."""
-    if not path:
-        return 0
-    try:
-        with open(path, encoding="utf-8") as handle:
-            value = json.load(handle).get("ram_avail_mib", 0)
-    except (OSError, ValueError, AttributeError):
-        return 0
-    return value if isinstance(value, int) and value > 0 else 0
-
-
-def notes_out(notes) -> list[dict]:
-    return [n.as_dict() for n in notes]
 
 
 def main() -> None:
@@ -452,84 +370,15 @@ def main() -> None:
         argument_spec=plan_options.argument_spec(),
         supports_check_mode=True,
     )
-    params = module.params
-    preset = read_preset(module)
-    environment = {str(k): "" if v is None else str(v) for k, v in (params["environment"] or {}).items()}
-    in_image = bool(params["engine_image"])
-    unit = params["unit"] or (
-        f"llama-server-{params['instance']}.service" if params["instance"] and not in_image else ""
-    )
-    binary = params["bin"] or (IMAGE_DEFAULT_BIN if in_image else "")
-
-    result = {"changed": False, "port_conflict": "", "engine_runs": 0, "unset_environment": []}
-    preflight = None
-    try:
-        if params["host_facts"] is not None:
-            facts = facts_from_dict(params["host_facts"])
-            plan = planner.plan(preset, facts)
-            probed = {"source": "host_facts"}
-            warnings = []
-        else:
-            probe = probe_and_plan(
-                ProbeOptions(
-                    **plan_options.copied_fields(params),
-                    preset=preset,
-                    bin=binary,
-                    environment=environment,
-                    unit=unit,
-                    slot_dir=params["slot_dir"] or "",
-                    cache_dir=params["cache_dir"] or "",
-                    write_cache=not module.check_mode,
-                    stable_ram_avail_mib=params["stable_ram_avail_mib"] or previous_ram_avail(params["state_file"]),
-                    docker=DockerAccess(cli=params["docker_cli"], host=params["docker_host"]),
-                )
-            )
-            plan, probed, warnings = probe.plan, probe.probed, probe.warnings
-            preflight = probe.preflight
-            result["unset_environment"] = probe.unset_environment
-            result["engine_runs"] = probe.engine_runs
-            if params["check_port"] and not plan.external:
-                result["port_conflict"] = check_port(plan, unit, own_container=probe.container.id)
-    except (ProbeError, planner.PlanError, planner.PresetError, ValueError, TypeError) as err:
-        module.fail_json(msg=str(err), **result)
-    except Exception as err:  # report probe bugs as a failed task with the traceback attached
-        module.fail_json(msg=f"llama_server_plan: unexpected error: {err}", exception=traceback.format_exc())
-
-    try:
-        quoted = exec_start(plan.argv) if plan.argv else ""
-    except UnitValueError as err:
-        module.fail_json(msg=f"the planned command line cannot be written into a unit: {err}")
-
-    for text in warnings:
+    outcome = plan_from_params(module.params, module.check_mode)
+    module.no_log_values.update(outcome.secrets)
+    for text in outcome.warnings:
         module.warn(text)
-    for note in plan.warnings:
-        module.warn(f"[{note.id}] {note.text}")
-
-    result.update(
-        argv=plan.argv,
-        exec_start=quoted,
-        env=plan.env,
-        notes=notes_out(plan.notes),
-        plan_warnings=notes_out(plan.warnings),
-        refusal=plan.refusal.as_dict() if plan.refusal else None,
-        external=plan.external,
-        api_key_via_env=plan.api_key_via_env,
-        slot_dir=plan.decisions.slot_dir,
-        decisions=plan.decisions.as_dict(),
-        preflight=preflight.as_dict() if preflight else None,
-        facts=probed,
-    )
-    if preflight is not None and not preflight.passed:
-        module.fail_json(
-            msg="the engine refused the planned command line (its own parser, before anything on the host "
-            f"changed): {preflight.engine_says}",
-            **result,
-        )
-    if result["port_conflict"]:
-        module.fail_json(msg=result["port_conflict"], **result)
-    if plan.refusal and params["fail_on_refusal"]:
-        module.fail_json(msg=f"[{plan.refusal.id}] {plan.refusal.text}", **result)
-    module.exit_json(**result)
+    if outcome.exception:
+        module.fail_json(msg=outcome.failure, exception=outcome.exception)
+    if outcome.failure:
+        module.fail_json(msg=outcome.failure, **outcome.result)
+    module.exit_json(**outcome.result)
 
 
 if __name__ == "__main__":

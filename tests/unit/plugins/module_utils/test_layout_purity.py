@@ -27,9 +27,10 @@ from tests.unit.support.helptexts import NEW_ENGINE, OLD_ENGINE
 
 MODULE_DIR = pathlib.Path(planner.__file__).resolve().parent
 # The layout is the rule: everything under _planner/, _render/ and _apply/ is pure, and so is the planner façade;
-# the I/O lives in _probes/. The public façades are the only files at the top.
+# the I/O lives in _probes/ (readings) and _converge/ (the apply step and the host judge). The public façades
+# are the only files at the top.
 PURE_PACKAGES = ("_planner", "_render", "_apply")
-IO_PACKAGES = ("_probes",)
+IO_PACKAGES = ("_probes", "_converge")
 FACADES = {"planner.py", "gguf_meta.py"}
 PURE_MODULES = sorted(
     [f"{pkg}/{p.name}" for pkg in PURE_PACKAGES for p in (MODULE_DIR / pkg).glob("*.py")] + ["planner.py"]

@@ -12,6 +12,7 @@ import shlex
 import pytest
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._apply.running_state import UnitState
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import instance as converge
 from ansible_collections.llamafleet.llamacpp.plugins.modules import llama_server_apply as apply
 from tests.unit.support.module_runner import run_module
 
@@ -31,14 +32,14 @@ class Systemd:
         self.calls = []
         self.crash_when = lambda argv: False
         self.ctx_override = None
-        monkeypatch.setattr(apply, "unit_path", lambda name: str(self.unit_file))
-        monkeypatch.setattr(apply, "read_unit_state", lambda run, unit: self.state)
+        monkeypatch.setattr(converge, "unit_path", lambda name: str(self.unit_file))
+        monkeypatch.setattr(converge, "read_unit_state", lambda run, unit: self.state)
         monkeypatch.setattr(
-            apply, "probe_http_get", lambda url, sock, timeout: (200 if self.state.running else -1, b"")
+            converge, "probe_http_get", lambda url, sock, timeout: (200 if self.state.running else -1, b"")
         )
-        monkeypatch.setattr(apply, "read_props", lambda url, sock, headers=None: self.props())
-        monkeypatch.setattr(apply, "wait_healthy", self.wait)
-        monkeypatch.setattr(apply, "journal_tail", lambda run, unit, lines, since="": ["error: bad value", "exit 1"])
+        monkeypatch.setattr(converge, "read_props", lambda url, sock, headers=None: self.props())
+        monkeypatch.setattr(converge, "wait_healthy", self.wait)
+        monkeypatch.setattr(converge, "journal_tail", lambda run, unit, lines, since="": ["error: bad value", "exit 1"])
         monkeypatch.setattr(apply.AnsibleModule, "run_command", self.run_command)
 
     def run(self, argv):
@@ -186,11 +187,3 @@ def test_a_credential_no_longer_used_is_removed_and_restarts(systemd, tmp_path, 
     assert not (tmp_path / "cred" / "main.env").exists()
     assert result["restarted"] is True
 
-
-def test_write_atomically_replaces_in_one_step(tmp_path):
-    target = tmp_path / "d" / "f"
-    apply.write_atomically(str(target), b"one", 0o640)
-    apply.write_atomically(str(target), b"two", 0o600)
-    assert target.read_bytes() == b"two"
-    assert target.stat().st_mode & 0o777 == 0o600
-    assert [p.name for p in target.parent.iterdir()] == ["f"]

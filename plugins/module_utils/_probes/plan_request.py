@@ -1,0 +1,200 @@
+# Copyright: (c) 2026, llamafleet maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One planning request, as ``llama_server_plan`` takes it: options in, the module's result (or why not) out.
+
+The plan module and the host judge (``llama_server_host``, which plans every instance of a host in one run)
+both call ``plan_from_params``, so an instance is planned one way only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import traceback
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils import planner
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import (
+    CpuBudget,
+    GGUFInfo,
+    HostFacts,
+    SplitDev,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes import plan_options
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.docker import DockerAccess
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_host import (
+    ProbeError,
+    ProbeOptions,
+    check_port,
+    probe_and_plan,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_quoting import (
+    UnitValueError,
+    exec_start,
+)
+
+# Where ggml-org's server images put the engine (their entrypoint).
+IMAGE_DEFAULT_BIN = "/app/llama-server"
+
+
+@dataclass
+class PlanOutcome:
+    """The plan module's result fields, and why it failed ("" when it planned)."""
+
+    result: dict
+    failure: str = ""
+    warnings: list[str] = field(default_factory=list)
+    # Values to mask wherever they would be printed (a key found in the preset).
+    secrets: list[str] = field(default_factory=list)
+    exception: str = ""
+
+
+class _Refused(Exception):
+    pass
+
+
+def facts_from_dict(data: dict) -> HostFacts:
+    """host_facts option -> HostFacts (unknown keys rejected with their names)."""
+    fields = {f.name for f in dataclasses.fields(HostFacts)}
+    unknown = sorted(set(data) - fields)
+    if unknown:
+        raise ValueError(f"host_facts: unknown field(s) {', '.join(unknown)}")
+    values = dict(data)
+    for key in ("gguf", "draft_gguf"):
+        if isinstance(values.get(key), dict):
+            info = dict(values[key])
+            if "head_count_kv_layers" in info:
+                info["head_count_kv_layers"] = tuple(info["head_count_kv_layers"])
+            values[key] = GGUFInfo(**info)
+    if isinstance(values.get("cpu"), dict):
+        values["cpu"] = CpuBudget(**values["cpu"])
+    if "split_devs" in values:
+        values["split_devs"] = tuple(SplitDev(**d) for d in values["split_devs"] or ())
+    for key in ("arg_env", "user_env"):
+        if key in values:
+            values[key] = {str(k): str(v) for k, v in (values[key] or {}).items()}
+    return HostFacts(**values)
+
+
+def read_preset(params: Mapping) -> dict[str, str]:
+    """The preset file, then the preset option over it, normalised (PresetError / _Refused on bad input)."""
+    preset: dict[str, str] = {}
+    if params.get("preset_file"):
+        try:
+            with open(params["preset_file"], encoding="utf-8") as handle:
+                preset.update(planner.parse_env(handle.read()))
+        except (OSError, UnicodeDecodeError) as err:
+            raise _Refused(f"cannot read preset_file {params['preset_file']}: {err}") from err
+    preset.update(planner.normalize_preset(params.get("preset") or {}))
+    return preset
+
+
+def previous_ram_avail(path: str | None) -> int:
+    """The free RAM the last verified plan used, from its state file; 0 = none (a first deployment)."""
+    if not path:
+        return 0
+    try:
+        with open(path, encoding="utf-8") as handle:
+            value = json.load(handle).get("ram_avail_mib", 0)
+    except (OSError, ValueError, AttributeError):
+        return 0
+    return value if isinstance(value, int) and value > 0 else 0
+
+
+def notes_out(notes) -> list[dict]:
+    return [n.as_dict() for n in notes]
+
+
+def with_defaults(request: Mapping) -> dict:
+    """A request given as a plain dict (the host judge's), completed with the plan module's defaults."""
+    spec = plan_options.argument_spec()
+    unknown = sorted(set(request) - set(spec))
+    if unknown:
+        raise ValueError(f"unknown planning option(s): {', '.join(unknown)}")
+    return {name: request.get(name, option.get("default")) for name, option in spec.items()}
+
+
+def plan_from_params(params: Mapping, check_mode: bool) -> PlanOutcome:
+    """Probe and plan, as the plan module does with these options; never raises for bad input."""
+    secrets: list[str] = []
+    try:
+        preset = read_preset(params)
+    except (planner.PresetError, _Refused) as err:
+        return PlanOutcome({"changed": False}, failure=str(err))
+    # A key in a preset is masked wherever Ansible would print it, and never returned.
+    key = preset.get("API_KEY", "").strip()
+    if key:
+        secrets += [key, preset["API_KEY"]]
+    environment = {str(k): "" if v is None else str(v) for k, v in (params["environment"] or {}).items()}
+    in_image = bool(params["engine_image"])
+    unit = params["unit"] or (
+        f"llama-server-{params['instance']}.service" if params["instance"] and not in_image else ""
+    )
+    binary = params["bin"] or (IMAGE_DEFAULT_BIN if in_image else "")
+
+    result = {"changed": False, "port_conflict": "", "engine_runs": 0, "unset_environment": []}
+    preflight = None
+    try:
+        if params["host_facts"] is not None:
+            facts = facts_from_dict(params["host_facts"])
+            plan = planner.plan(preset, facts)
+            probed = {"source": "host_facts"}
+            warnings = []
+        else:
+            probe = probe_and_plan(
+                ProbeOptions(
+                    **plan_options.copied_fields(params),
+                    preset=preset,
+                    bin=binary,
+                    environment=environment,
+                    unit=unit,
+                    slot_dir=params["slot_dir"] or "",
+                    cache_dir=params["cache_dir"] or "",
+                    write_cache=not check_mode,
+                    stable_ram_avail_mib=params["stable_ram_avail_mib"] or previous_ram_avail(params["state_file"]),
+                    docker=DockerAccess(cli=params["docker_cli"], host=params["docker_host"]),
+                )
+            )
+            plan, probed, warnings = probe.plan, probe.probed, list(probe.warnings)
+            preflight = probe.preflight
+            result["unset_environment"] = probe.unset_environment
+            result["engine_runs"] = probe.engine_runs
+            if params["check_port"] and not plan.external:
+                result["port_conflict"] = check_port(plan, unit, own_container=probe.container.id)
+    except (ProbeError, planner.PlanError, planner.PresetError, ValueError, TypeError) as err:
+        return PlanOutcome(result, failure=str(err), secrets=secrets)
+    except Exception as err:  # report probe bugs as a failed task with the traceback attached
+        return PlanOutcome({}, failure=f"llama_server_plan: unexpected error: {err}", secrets=secrets,
+                           exception=traceback.format_exc())
+
+    try:
+        quoted = exec_start(plan.argv) if plan.argv else ""
+    except UnitValueError as err:
+        return PlanOutcome({}, failure=f"the planned command line cannot be written into a unit: {err}",
+                           secrets=secrets)
+
+    warnings += [f"[{note.id}] {note.text}" for note in plan.warnings]
+    result.update(
+        argv=plan.argv,
+        exec_start=quoted,
+        env=plan.env,
+        notes=notes_out(plan.notes),
+        plan_warnings=notes_out(plan.warnings),
+        refusal=plan.refusal.as_dict() if plan.refusal else None,
+        external=plan.external,
+        api_key_via_env=plan.api_key_via_env,
+        slot_dir=plan.decisions.slot_dir,
+        decisions=plan.decisions.as_dict(),
+        preflight=preflight.as_dict() if preflight else None,
+        facts=probed,
+    )
+    failure = ""
+    if preflight is not None and not preflight.passed:
+        failure = ("the engine refused the planned command line (its own parser, before anything on the host "
+                   f"changed): {preflight.engine_says}")
+    elif result["port_conflict"]:
+        failure = result["port_conflict"]
+    elif plan.refusal and params["fail_on_refusal"]:
+        failure = f"[{plan.refusal.id}] {plan.refusal.text}"
+    return PlanOutcome(result, failure=failure, warnings=warnings, secrets=secrets)
