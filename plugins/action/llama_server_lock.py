@@ -9,39 +9,15 @@ controller that no longer runs (an interrupted rollout), asks the module to take
 
 from __future__ import annotations
 
-import getpass
-import os
-import socket
-
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.rollout_holder import (
+    holder_alive,
+    this_controller,
+    this_rollout,
+)
+
 MODULE = "llamafleet.llamacpp.llama_server_lock"
-
-
-def process_start(pid: int, proc: str = "/proc") -> str:
-    """The process's start time in clock ticks since boot (field 22 of /proc/<pid>/stat); "" when it is gone."""
-    try:
-        with open(f"{proc}/{pid}/stat", encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError:
-        return ""
-    # The command name (field 2) may hold spaces and parentheses: count from its closing one. A zombie (state Z,
-    # killed but not yet reaped by its parent) has stopped running.
-    fields = text[text.rindex(")") + 2:].split()
-    if len(fields) <= 19 or fields[0] in ("Z", "X"):
-        return ""
-    return fields[19]
-
-
-def holder_alive(holder: dict, controller: str, proc: str = "/proc") -> bool:
-    """Whether the holder still runs; a holder on another controller cannot be seen from here: alive."""
-    if holder.get("controller") != controller:
-        return True
-    try:
-        pid = int(holder.get("pid", 0))
-    except (TypeError, ValueError):
-        return False
-    return pid > 0 and process_start(pid, proc) == str(holder.get("pid_start", ""))
 
 
 class ActionModule(ActionBase):
@@ -52,21 +28,9 @@ class ActionModule(ActionBase):
         del tmp
         task_vars = task_vars or {}
         args = dict(self._task.args)
-        controller = socket.gethostname()
-        # Task workers are forked from the ansible-playbook process: it is the rollout, and its start time
-        # tells it from a later process that got the same pid.
-        playbook_pid = os.getppid()
-        holder = {
-            "controller": controller,
-            "pid": playbook_pid,
-            "pid_start": process_start(playbook_pid),
-            "user": getpass.getuser(),
-            "playbook": str(task_vars.get("ansible_play_name") or "?"),
-            **(args.get("holder") or {}),
-        }
-        args["holder"] = holder
+        args["holder"] = this_rollout(task_vars, args.get("holder"))
         found = self._execute_module(module_name=MODULE, module_args=args, task_vars=task_vars)
-        if found.get("locked") and not holder_alive(found.get("holder") or {}, controller):
+        if found.get("locked") and not holder_alive(found.get("holder") or {}, this_controller()):
             args["take_over"] = found.get("holder_id", "")
             found = self._execute_module(module_name=MODULE, module_args=args, task_vars=task_vars)
             if not found.get("failed"):

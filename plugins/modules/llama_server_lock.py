@@ -91,23 +91,19 @@ import time  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-
-def holder_id(holder: dict) -> str:
-    """The same rollout, whatever task asks: its controller, process and that process's start."""
-    return f"{holder.get('controller', '')}:{holder.get('pid', '')}:{holder.get('pid_start', '')}"
-
-
-def describe(holder: dict) -> str:
-    started = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(holder.get("taken", 0)))
-    return (f"controller {holder.get('controller', '?')}, pid {holder.get('pid', '?')}, started {started}"
-            f" (user {holder.get('user', '?')}, playbook {holder.get('playbook', '?')})")
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._apply.rollout_lock import (  # noqa: E402
+    DEFAULT_PATH,
+    LockHeld,
+    decide,
+    holder_id,
+)
 
 
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
             "state": {"type": "str", "choices": ["acquired", "released"], "default": "acquired"},
-            "path": {"type": "path", "default": "/run/llamafleet/rollout.lock"},
+            "path": {"type": "path", "default": DEFAULT_PATH},
             "lease_s": {"type": "int", "default": 21600},
             "holder": {"type": "dict", "default": {}},
             "take_over": {"type": "str", "default": ""},
@@ -129,43 +125,25 @@ def main() -> None:
             except ValueError:
                 current = {}
             current = current if isinstance(current, dict) else {}
-            result = decide(module, current, me)
-            if result.pop("_write", None) is not None and not module.check_mode:
+            try:
+                decision = decide(current, me, state=params["state"], lease_s=params["lease_s"],
+                                  take_over=params["take_over"], now=int(time.time()), path=path)
+            except LockHeld as held:
+                module.fail_json(msg=str(held), holder=held.holder, holder_id=holder_id(held.holder), locked=True)
+            if decision.write and not module.check_mode:
                 handle.seek(0)
                 handle.truncate()
-                if result["holder"]:
-                    json.dump(result["holder"], handle, sort_keys=True)
+                if decision.holder:
+                    json.dump(decision.holder, handle, sort_keys=True)
                     handle.write("\n")
                 handle.flush()
                 os.fsync(handle.fileno())
     finally:
         os.close(fd)
+    result = {"changed": decision.write, "holder": decision.holder}
+    if decision.previous:
+        result["previous"] = decision.previous
     module.exit_json(**result)
-
-
-def decide(module: AnsibleModule, current: dict, me: dict) -> dict:
-    params = module.params
-    now = int(time.time())
-    held = bool(current)
-    mine = held and holder_id(current) == holder_id(me)
-    if params["state"] == "released":
-        if mine:
-            return {"changed": True, "holder": {}, "_write": True}
-        return {"changed": False, "holder": current}
-    if mine:
-        return {"changed": False, "holder": current}
-    expired = held and now - int(current.get("taken", 0)) > params["lease_s"]
-    gone = held and params["take_over"] and params["take_over"] == holder_id(current)
-    if held and not (expired or gone):
-        module.fail_json(
-            msg=f"another rollout holds this host: {describe(current)}. Wait for it to end; if it is gone "
-            f"(another controller), remove {params['path']} or wait for its lease ({params['lease_s']} s).",
-            holder=current, holder_id=holder_id(current), locked=True,
-        )
-    result = {"changed": True, "holder": {**me, "taken": now}, "_write": True}
-    if held:
-        result["previous"] = current
-    return result
 
 
 if __name__ == "__main__":

@@ -91,62 +91,19 @@ verified:
 """
 
 import hashlib  # noqa: E402
-import json  # noqa: E402
 import os  # noqa: E402
-import tempfile  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-CHUNK = 8 << 20
-
-
-def marker_path(marker_dir: str, path: str, checksum: str) -> str:
-    """One marker per file name and checksum: a new checksum for the same name is a new file to verify."""
-    digest = hashlib.sha1(checksum.encode(), usedforsecurity=False).hexdigest()[:16]
-    return os.path.join(marker_dir, f"{os.path.basename(path)}.{digest}")
-
-
-def identity(stat: os.stat_result) -> dict:
-    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "inode": stat.st_ino}
-
-
-def read_marker(path: str) -> dict:
-    """The marker's identity; {} for none, or an older marker (the checksum alone) that recorded no identity."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def file_digest(path: str, algorithm: str) -> str:
-    digest = hashlib.new(algorithm)
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def changed_what(marker: dict, now: dict) -> str:
-    if not marker:
-        return "it has no verified size and mtime yet"
-    if marker.get("size") != now["size"]:
-        return f"its size changed ({marker.get('size')} -> {now['size']} bytes)"
-    if marker.get("mtime_ns") != now["mtime_ns"]:
-        return "its modification time changed"
-    return "it is another file (inode)"
-
-
-def write_marker(path: str, checksum: str, now: dict) -> None:
-    directory = os.path.dirname(path)
-    os.makedirs(directory, mode=0o755, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=".marker-", dir=directory)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump({"checksum": checksum, **now}, handle, sort_keys=True)
-        handle.write("\n")
-    os.chmod(temporary, 0o644)
-    os.replace(temporary, path)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.model_markers import (  # noqa: E402
+    changed_what,
+    file_digest,
+    identity,
+    marker_matches,
+    marker_path,
+    read_marker,
+    write_marker,
+)
 
 
 def check_one(module: AnsibleModule, model: dict, result: dict) -> None:
@@ -161,7 +118,7 @@ def check_one(module: AnsibleModule, model: dict, result: dict) -> None:
         result["fetch"].append({"path": path, "url": model["url"], "why": "it is missing"})
         return
     known = read_marker(marker)
-    if all(known.get(key) == value for key, value in now.items()) and known.get("checksum") == checksum:
+    if marker_matches(known, now, checksum):
         return
     why = changed_what(known, now)
     result["verified"].append(path)

@@ -5,6 +5,7 @@ import socket
 from unittest import mock
 
 from ansible_collections.llamafleet.llamacpp.plugins.action import llama_server_lock as action_module
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import rollout_holder
 
 
 def run_action(answers, args=None):
@@ -29,7 +30,7 @@ def test_the_holder_is_this_rollout():
     holder = call["holder"]
     assert (holder["controller"], holder["pid"], holder["playbook"]) == (socket.gethostname(), os.getppid(),
                                                                          "Deploy llama-server")
-    assert holder["pid_start"] == action_module.process_start(os.getppid())
+    assert holder["pid_start"] == rollout_holder.process_start(os.getppid())
     assert result["changed"] is True
 
 

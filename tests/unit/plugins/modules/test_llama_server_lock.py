@@ -6,8 +6,8 @@ import subprocess
 import sys
 import time
 
-from ansible_collections.llamafleet.llamacpp.plugins.action.llama_server_lock import holder_alive, process_start
 from ansible_collections.llamafleet.llamacpp.plugins.modules import llama_server_lock as lock
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.rollout_holder import holder_alive, process_start
 from tests.unit.support.module_runner import run_module
 
 ME = {"controller": "ctl-a", "pid": 100, "pid_start": "5", "user": "ops", "playbook": "Deploy llama-server"}

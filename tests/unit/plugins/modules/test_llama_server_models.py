@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes import model_markers
 from ansible_collections.llamafleet.llamacpp.plugins.modules import llama_server_models as models
 from tests.unit.support.module_runner import run_module
 
@@ -58,7 +59,7 @@ def test_missing_files_and_the_old_marker_form(tmp_path, model, capsys):
     old = tmp_path / ".llamafleet"
     old.mkdir()
     checksum = "sha256:" + hashlib.sha256(CONTENT).hexdigest()
-    (old / os.path.basename(models.marker_path(str(old), str(model), checksum))).write_text(checksum + "\n")
+    (old / os.path.basename(model_markers.marker_path(str(old), str(model), checksum))).write_text(checksum + "\n")
     upgraded = run_module(models.main, args(tmp_path, model), capsys)
     assert (upgraded["changed"], upgraded["verified"]) == (True, [str(model)])
 
