@@ -6,9 +6,11 @@ import json
 from unittest import mock
 
 import pytest
+import yaml
 
 from ansible_collections.llamafleet.llamacpp.plugins.action import llama_server_instance as action_module
 from ansible_collections.llamafleet.llamacpp.plugins.action.llama_server_instance import ARGUMENT_SPEC, scrub
+from ansible_collections.llamafleet.llamacpp.plugins.doc_fragments.instance_settings import ModuleDocFragment
 from ansible_collections.llamafleet.llamacpp.plugins.modules.llama_server_instance import DOCUMENTATION
 
 KEY = "k-very-secret-1"
@@ -51,7 +53,12 @@ def run_action(instance, answers, **more):
 
 
 def test_the_argument_spec_is_the_documentation():
-    assert set(ARGUMENT_SPEC) == set(__import__("yaml").safe_load(DOCUMENTATION)["options"])
+    # The module's own options and those of the fragment it extends (ansible-doc shows the same union).
+    own = yaml.safe_load(DOCUMENTATION)
+    shared = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]
+    assert own["extends_documentation_fragment"] == ["llamafleet.llamacpp.instance_settings"]
+    assert set(ARGUMENT_SPEC) == set(own["options"]) | set(shared)
+    assert {"presets", "journal_lines", "instance", "pending"} <= set(ARGUMENT_SPEC)
     assert ARGUMENT_SPEC["instance"] == {"type": "dict", "required": True}
 
 
