@@ -10,8 +10,6 @@ result: it goes to the apply module's no_log options only, and every string of t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._apply.report import early_entry, report_entry
@@ -37,26 +35,13 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.system
 )
 from ansible_collections.llamafleet.llamacpp.plugins.modules.llama_server_instance import DOCUMENTATION
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.doc_spec import argument_spec
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.scrub import scrub
 
 PLAN_MODULE = "llamafleet.llamacpp.llama_server_plan"
 APPLY_MODULE = "llamafleet.llamacpp.llama_server_apply"
-MASK = "********"
 
 # Declared once, in the module stub's documentation.
 ARGUMENT_SPEC = argument_spec(DOCUMENTATION)
-
-
-def scrub(value, secret: str):
-    """The value with every occurrence of the secret masked (defence in depth: it should never be there)."""
-    if not secret:
-        return value
-    if isinstance(value, str):
-        return value.replace(secret, MASK)
-    if isinstance(value, Mapping):
-        return {k: scrub(v, secret) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [scrub(v, secret) for v in value]
-    return value
 
 
 class ActionModule(ActionBase):

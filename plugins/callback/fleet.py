@@ -10,7 +10,7 @@ short_description: Ansible's default output, showing only what changed, failed o
 version_added: "0.2.0"
 description:
   - The default stdout callback, without the lines of tasks that ran unchanged or were skipped. What changed, what
-    failed, unreachable hosts, C(debug) messages (the fleet summary) and the recap are shown as usual, so a run
+    failed, unreachable hosts, C(debug) messages and the fleet summary, and the recap are shown as usual, so a run
     that changes nothing prints its summary and a few lines per host.
   - Select it with C(ANSIBLE_STDOUT_CALLBACK=llamafleet.llamacpp.fleet) or C(stdout_callback) in C(ansible.cfg).
 author:
@@ -23,7 +23,9 @@ extends_documentation_fragment:
 from ansible.plugins.callback.default import CallbackModule as DefaultCallback  # noqa: E402
 
 # Modules whose "ok" result is a message meant to be read.
-MESSAGE_ACTIONS = frozenset({"debug", "ansible.builtin.debug", "ansible.legacy.debug"})
+MESSAGE_ACTIONS = frozenset(
+    {"debug", "ansible.builtin.debug", "ansible.legacy.debug", "llamafleet.llamacpp.fleet_summary"}
+)
 
 
 class CallbackModule(DefaultCallback):

@@ -35,8 +35,10 @@ HEADERS = tuple(header for key, header in COLUMNS)
 STATUS_VAR = "llama_fleet_status"
 REPORT_VAR = "llama_server_report"
 ERROR_VAR = "llama_server_failure"
-# llama_fleet_status values: set when the host's play starts, ok when it ends, failed by its rescue.
+# llama_fleet_status values: started when the host's play starts, ok when it ends, failed by its rescue;
+# judged: the first play found work there, and its batch has not started.
 STARTED = "started"
+JUDGED = "judged"
 NOT_DONE = ("failed", "unreachable", "not run")
 DETAIL_MAX = 120
 
@@ -91,8 +93,8 @@ def fleet_summary_rows(hosts: Iterable[str], hostvars: Mapping) -> list[dict]:
         status = str(host_vars.get(STATUS_VAR, "") or "")
         report = host_vars.get(REPORT_VAR) or []
         error = _first_line(host_vars.get(ERROR_VAR, ""))
-        if not status:
-            # The play never ran a task there: its batch was never started (the rollout stopped earlier).
+        if not status or status == JUDGED:
+            # Its batch was never started (the rollout stopped earlier).
             status, error = "not run", error or "not reached: the rollout stopped before its batch"
         elif status == STARTED:
             # Started, then neither finished nor failed a task: the run lost the host.

@@ -6,7 +6,7 @@ They keep the role's YAML free of argv parsing and case juggling, and are unit-t
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
@@ -15,6 +15,11 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.argv_
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.context_size import CTX_FLAGS
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.placement import NGL_FLAGS
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.prompt_cache import CACHE_RAM_FLAGS
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_instance import InstanceSettings
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_instance import (
+    instance_files as instance_files_of,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import role_inputs
 
 
 def merge_preset(base, *layers) -> dict:
@@ -34,35 +39,26 @@ def instance_preset(instance, presets) -> dict:
 
 
 def model_files(models, models_dir: str) -> list:
-    """The role's llama_server_models as files: url, checksum and the path under the models directory.
-
-    The file name is the model's ``name`` when given, else the URL's last path segment (query and fragment cut).
-    """
-    if isinstance(models, (str, Mapping)) or not isinstance(models, Sequence):
-        raise AnsibleFilterError("model_files: llama_server_models must be a list of {url, checksum[, name]}")
-    files = []
-    for position, model in enumerate(models):
-        if not isinstance(model, Mapping) or not model.get("url") or not model.get("checksum"):
-            raise AnsibleFilterError(f"model_files: model {position} needs a url and a checksum")
-        url = str(model["url"])
-        name = str(model.get("name") or posixpath.basename(url.split("?", 1)[0].split("#", 1)[0]))
-        if not name or "/" in name or name in (".", ".."):
-            raise AnsibleFilterError(f"model_files: model {position} ({url}) gives no usable file name; set its name")
-        files.append({"url": url, "checksum": str(model["checksum"]), "path": f"{models_dir}/{name}"})
-    return files
+    """The role's llama_server_models as files (role_inputs.model_files): url, checksum and path."""
+    try:
+        return role_inputs.model_files(models, models_dir)
+    except role_inputs.RoleInputError as err:
+        raise AnsibleFilterError(str(err)) from err
 
 
 def instances_in_state(instances, state: str = "present") -> list:
-    """The instances whose ``state`` (default ``present``) is the given one, in their order."""
-    if isinstance(instances, (str, Mapping)) or not isinstance(instances, Sequence):
-        raise AnsibleFilterError("instances_in_state: the input must be a list of instances")
-    selected = []
-    for instance in instances:
-        if not isinstance(instance, Mapping):
-            raise AnsibleFilterError("instances_in_state: every instance must be a mapping")
-        if (instance.get("state") or "present") == state:
-            selected.append(instance)
-    return selected
+    """The instances whose ``state`` (default ``present``) is the given one (role_inputs.instances_in_state)."""
+    try:
+        return role_inputs.instances_in_state(instances, state)
+    except role_inputs.RoleInputError as err:
+        raise AnsibleFilterError(str(err)) from err
+
+
+def instance_files(name, config_dir: str, credentials_dir: str, plan_cache_dir: str, home: str, *,
+                   unit_dir: str = "/etc/systemd/system") -> list:
+    """Everything the role creates for one systemd instance (systemd_instance.instance_files)."""
+    settings = InstanceSettings(config_dir=config_dir, credentials_dir=credentials_dir, home=home)
+    return instance_files_of(str(name), settings, plan_cache_dir, unit_dir)
 
 
 def plan_summary(plan: Mapping) -> dict:
@@ -97,6 +93,7 @@ def plan_summary(plan: Mapping) -> dict:
 class FilterModule:
     def filters(self):
         return {
+            "instance_files": instance_files,
             "instance_preset": instance_preset,
             "instances_in_state": instances_in_state,
             "model_files": model_files,

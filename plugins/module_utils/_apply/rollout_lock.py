@@ -8,7 +8,7 @@ file and refuses, with the same words, a host that another rollout holds.
 
 from __future__ import annotations
 
-import time
+import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -36,7 +36,9 @@ def holder_id(holder: Mapping) -> str:
 
 
 def describe(holder: Mapping) -> str:
-    started = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(holder.get("taken", 0)))
+    # In UTC: the same words on every controller and host, whatever their time zones.
+    taken = datetime.datetime.fromtimestamp(int(holder.get("taken", 0) or 0), tz=datetime.timezone.utc)  # noqa: UP017 (targets may run Python < 3.11)
+    started = taken.strftime("%Y-%m-%d %H:%M:%S UTC")
     return (f"controller {holder.get('controller', '?')}, pid {holder.get('pid', '?')}, started {started}"
             f" (user {holder.get('user', '?')}, playbook {holder.get('playbook', '?')})")
 

@@ -11,33 +11,63 @@ builds numpy views for every value of every array, which takes 11-16 s on the
 arrays by their length prefixes, takes tens of milliseconds; and the bound
 checks below are part of our contract (spec 4.3), not the reader's. We still
 take the names and numbers of the format (value types, key names, magic,
-default alignment) from the ``gguf`` package, so they stay in step with it.
+default alignment) from the ``gguf`` package, so they stay in step with it:
+from its ``constants`` module alone, loaded without the package's ``__init__``,
+which would import the reader, the writer and numpy (0.2 s of every module
+run on the targets measured, for nothing the walk uses).
 ``GGUFReader`` serves the tests as an independent second opinion.
+
+A module run starts cold, so the resolved fields are also kept on disk, in the
+plan cache, keyed by each shard's size, mtime, inode and device: an unchanged
+model is read once, not on every converge (bench/gguf_header.py measures both).
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import hashlib
+import importlib.util
+import json
 import os
 import re
 import stat
 import struct
+import sys
+import tempfile
 from dataclasses import dataclass, field
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import GGUFInfo
 
-try:
-    from gguf.constants import (
-        GGUF_DEFAULT_ALIGNMENT,
-        GGUF_MAGIC,
-        MODEL_TENSOR,
-        TENSOR_NAMES,
-        GGUFValueType,
-        Keys,
-    )
 
+def _gguf_constants():
+    """gguf's constants module, loaded from the installed package without running the package's __init__."""
+    already = sys.modules.get("gguf.constants")
+    if already is not None:
+        return already
+    spec = importlib.util.find_spec("gguf")  # finds the package; does not import it
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("No module named 'gguf'")
+    location = os.path.join(next(iter(spec.submodule_search_locations)), "constants.py")
+    constants_spec = importlib.util.spec_from_file_location("_llamafleet_gguf_constants", location)
+    if constants_spec is None or constants_spec.loader is None:
+        raise ImportError(f"cannot load {location}")
+    module = importlib.util.module_from_spec(constants_spec)
+    constants_spec.loader.exec_module(module)
+    return module
+
+
+try:
+    _constants = _gguf_constants()
+    GGUF_DEFAULT_ALIGNMENT = _constants.GGUF_DEFAULT_ALIGNMENT
+    GGUF_MAGIC = _constants.GGUF_MAGIC
+    MODEL_TENSOR = _constants.MODEL_TENSOR
+    TENSOR_NAMES = _constants.TENSOR_NAMES
+    GGUFValueType = _constants.GGUFValueType
+    Keys = _constants.Keys
     GGUF_IMPORT_ERROR: ImportError | None = None
-except ImportError as exc:  # ansible-test sanity imports module_utils without third-party packages
-    GGUF_IMPORT_ERROR = exc
+except (ImportError, OSError, AttributeError) as exc:  # ansible-test sanity imports module_utils without gguf
+    GGUF_IMPORT_ERROR = ImportError(str(exc))
 
 # Bounds of spec 4.3 / 18.
 STRING_MAX = 64 << 20
@@ -507,12 +537,59 @@ def _identity(path: str) -> tuple[int, int, int, int]:
     return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
 
 
-def read_gguf_info(path: str) -> GGUFInfo:
+# Bumped whenever the walk or the resolved fields change meaning: older cache files are then ignored.
+DISK_CACHE_FORMAT = 1
+
+
+def _disk_cache_path(cache_dir: str, first: str) -> str:
+    digest = hashlib.sha1(first.encode(), usedforsecurity=False).hexdigest()[:16]
+    return os.path.join(cache_dir, f"gguf-{digest}.json")
+
+
+def _from_disk(cache_dir: str, first: str, identity) -> GGUFInfo | None:
+    try:
+        with open(_disk_cache_path(cache_dir, first), encoding="utf-8") as handle:
+            data = json.load(handle)
+        if data.get("format") != DISK_CACHE_FORMAT or data.get("path") != first:
+            return None
+        if [tuple(i) for i in data.get("identity") or []] != list(identity):
+            return None
+        fields = dict(data["info"])
+        if set(fields) != {f.name for f in dataclasses.fields(GGUFInfo)}:
+            return None
+        fields["head_count_kv_layers"] = tuple(fields["head_count_kv_layers"])
+        return GGUFInfo(**fields)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
+def _to_disk(cache_dir: str, first: str, identity, info: GGUFInfo) -> None:
+    """Atomic write; a failure is ignored (the cache only saves time)."""
+    payload = json.dumps({"format": DISK_CACHE_FORMAT, "path": first, "identity": [list(i) for i in identity],
+                          "info": dataclasses.asdict(info)}, sort_keys=True).encode()
+    temporary = ""
+    try:
+        os.makedirs(cache_dir, mode=0o700, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(prefix=".tmp-", dir=cache_dir)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+        os.replace(temporary, _disk_cache_path(cache_dir, first))
+        temporary = ""
+    except OSError:
+        pass
+    finally:
+        if temporary:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+
+
+def read_gguf_info(path: str, cache_dir: str = "", write_cache: bool = False) -> GGUFInfo:
     """Metadata of the model at ``path`` (any shard of a split model); raises GGUFError.
 
     Keys come from the first shard, tensors from all shards, and every shard
-    must be present. Results are cached per first shard until the size or
-    mtime of one of its files changes.
+    must be present. Results are cached per first shard until the size, mtime,
+    inode or device of one of its files changes: in this process, and in
+    ``cache_dir`` when one is given (written only with ``write_cache``).
     """
     if GGUF_IMPORT_ERROR is not None:
         raise GGUFError(f"the gguf Python package is required to read GGUF metadata ({GGUF_IMPORT_ERROR})")
@@ -521,8 +598,12 @@ def read_gguf_info(path: str) -> GGUFInfo:
     cached = _cache.get(paths[0])
     if cached is not None and cached[0] == identity:
         return cached[1]  # GGUFInfo is frozen: sharing it is as good as a copy
-    shards = [_walk_file(p) for p in paths]
-    info = _resolve(shards[0], shards)
+    info = _from_disk(cache_dir, paths[0], identity) if cache_dir else None
+    if info is None:
+        shards = [_walk_file(p) for p in paths]
+        info = _resolve(shards[0], shards)
+        if cache_dir and write_cache:
+            _to_disk(cache_dir, paths[0], identity, info)
     if len(_cache) >= CACHE_MAX:
         _cache.clear()
     _cache[paths[0]] = (identity, info)

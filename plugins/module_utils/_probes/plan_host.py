@@ -189,9 +189,11 @@ def _typed_gpu_selection(preset: dict[str, str]) -> dict[str, str]:
     return {**preset, "CUDA_VISIBLE_DEVICES": read_gpu_selection(raw)[0]}
 
 
-def _read_gguf(path: str, warnings: list[str], what: str) -> GGUFInfo | None:
+def _read_gguf(path: str, warnings: list[str], what: str, options: ProbeOptions | None = None) -> GGUFInfo | None:
     try:
-        return read_gguf_info(path)
+        if options is None:
+            return read_gguf_info(path)
+        return read_gguf_info(path, cache_dir=options.cache_dir, write_cache=options.write_cache)
     except GGUFError as err:
         warnings.append(f"{what} {path}: GGUF metadata unreadable ({err}); rules that need it keep engine defaults")
         return None
@@ -233,7 +235,7 @@ def probe_and_plan(options: ProbeOptions) -> ProbeResult:
     help_env = {k: v for k, v in run_env.items() if not k.startswith("LLAMA_ARG_")}
     launcher = _launcher(options, binary, engine_env(binary, help_env), help_env, gpus=False)
 
-    gguf = _read_gguf(model, warnings, "model")
+    gguf = _read_gguf(model, warnings, "model", options)
     model_bytes = shard_family_size(posixpath.dirname(model), posixpath.basename(model))
     mode = spec_mode(preset)
     want_version = is_hybrid(gguf) or mode == "auto"
@@ -287,7 +289,7 @@ def probe_and_plan(options: ProbeOptions) -> ProbeResult:
         draft, draft_err = resolve_draft(preset["MODEL_DRAFT"], options.home, options.model_dirs)
         if draft:
             draft_is_model = same_file(draft, model)
-            draft_gguf = _read_gguf(draft, warnings, "MODEL_DRAFT")
+            draft_gguf = _read_gguf(draft, warnings, "MODEL_DRAFT", options)
 
     # The engine's device list: for a tensor split, and to check the device and buffer names a preset gives.
     split_devs: tuple = ()

@@ -139,3 +139,20 @@ def credential_content(holds: str, key: str) -> str:
 def health_timeout_s(model_bytes: int, base_s: int, per_gib_s: int) -> int:
     """How long a (re)started instance may take to answer /health 200: grows with the model."""
     return int(base_s + -(-per_gib_s * max(model_bytes, 0) // GIB))
+
+
+def instance_files(name: str, settings: InstanceSettings, plan_cache_dir: str,
+                   unit_dir: str = "/etc/systemd/system") -> list[str]:
+    """Everything the role creates for one instance, which state absent removes (and the judge looks for)."""
+    paths = instance_paths(name, settings)
+    return [
+        f"{unit_dir}/llama-server-{name}.service",
+        paths.key_file,
+        paths.env_file,
+        paths.state_file,
+        # The unit and credentials last verified healthy (llama_server_apply's rollback).
+        f"{settings.config_dir}/last-good/{name}",
+        f"{plan_cache_dir}/{name}",
+        # Holds the slot directory.
+        paths.home_dir,
+    ]

@@ -117,8 +117,15 @@ def test_health_target(host, url, socket):
 
 
 def test_registered_names():
-    assert set(FilterModule().filters()) == {"instance_preset", "instances_in_state", "merge_preset", "model_files",
-                                             "plan_summary"}
+    assert set(FilterModule().filters()) == {"instance_files", "instance_preset", "instances_in_state",
+                                             "merge_preset", "model_files", "plan_summary"}
+
+
+def test_instance_files_is_what_state_absent_removes():
+    files = FilterModule().filters()["instance_files"]("main", "/etc/l", "/etc/l/cred", "/var/cache/l", "/var/lib/l")
+    assert files == ["/etc/systemd/system/llama-server-main.service", "/etc/l/cred/main.key", "/etc/l/cred/main.env",
+                     "/etc/l/instance-main.json", "/etc/l/last-good/main", "/var/cache/l/main",
+                     "/var/lib/l/instances/main"]
 
 
 PRESETS = {"gemma": {"model": "g.gguf", "ctx": 4096, "port": 8080, "API_KEY": "k"}, "empty": {}}

@@ -662,3 +662,39 @@ def test_real_gemma_file_matches_gguf_reader():
     assert (info.head_count, info.head_count_kv, info.key_len, info.val_len) == (4, 1, 256, 256)
     assert (info.hybrid, info.has_nextn_tensor, info.tensor_count, info.version) == (False, False, 236, 3)
     assert info == reader_opinion([GEMMA])  # GGUFReader takes ~10 s on this file (262,144-token vocabulary)
+
+
+def test_the_disk_cache_serves_an_unchanged_model_and_misses_a_changed_one(tmp_path, monkeypatch):
+    [path] = write_model(tmp_path / "m.gguf", "llama", kv=DENSE_KV, tensors=DENSE_TENSORS)
+    cache = tmp_path / "cache"
+    walked = []
+    real_walk = gguf_header._walk_file
+
+    def counting_walk(p):
+        walked.append(p)
+        return real_walk(p)
+
+    monkeypatch.setattr(gguf_header, "_walk_file", counting_walk)
+    gguf_header._cache.clear()
+    first = gguf_header.read_gguf_info(str(path), cache_dir=str(cache), write_cache=False)
+    assert not cache.exists()  # a read-only caller writes nothing
+    gguf_header._cache.clear()
+    assert gguf_header.read_gguf_info(str(path), cache_dir=str(cache), write_cache=True) == first
+    assert len(walked) == 2
+    gguf_header._cache.clear()  # a new module run: only the disk cache is left
+    assert gguf_header.read_gguf_info(str(path), cache_dir=str(cache)) == first
+    assert len(walked) == 2
+    os.utime(path, ns=(1, 1))  # rewritten (another mtime): walked again
+    gguf_header._cache.clear()
+    assert gguf_header.read_gguf_info(str(path), cache_dir=str(cache)) == first
+    assert len(walked) == 3
+    [entry] = list(cache.iterdir())
+    entry.write_text("{not json")  # a damaged cache file is a miss, not an error
+    gguf_header._cache.clear()
+    assert gguf_header.read_gguf_info(str(path), cache_dir=str(cache)) == first
+
+
+def test_the_constants_come_from_gguf_without_numpy():
+    assert gguf_header.GGUF_IMPORT_ERROR is None
+    assert gguf_header.GGUFValueType.STRING == 8
+    assert gguf_header.Keys.General.ARCHITECTURE == "general.architecture"

@@ -1,0 +1,60 @@
+# Copyright: (c) 2026, llamafleet maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The fleet summary on the controller: one table from the hosts' variables, printed and written locally.
+
+A copy task delegated to localhost would start a local connection and two modules for a file the controller
+can write itself; this writes it atomically, only when its content differs, and reports no change (a report,
+not managed state).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.llamafleet.llamacpp.plugins.filter.fleet_summary import fleet_summary_markdown
+from ansible_collections.llamafleet.llamacpp.plugins.modules.fleet_summary import DOCUMENTATION
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.doc_spec import argument_spec
+
+ARGUMENT_SPEC = argument_spec(DOCUMENTATION)
+
+
+def write_if_different(path: str, text: str) -> None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            if handle.read() == text:
+                return
+    except FileNotFoundError:
+        pass
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, temporary = tempfile.mkstemp(prefix=".fleet-summary-", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False  # nothing runs on a host
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        text = fleet_summary_markdown(args["hosts"], (task_vars or {}).get("hostvars") or {}, args["title"])
+        if args["path"]:
+            try:
+                write_if_different(args["path"], text)
+            except OSError as err:
+                result.update(failed=True, msg=f"cannot write the fleet summary to {args['path']}: {err}")
+                return result
+        result.update(changed=False, msg=text.splitlines(), path=args["path"])
+        return result

@@ -1,0 +1,75 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, llamafleet maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+# The code is the action plugin plugins/action/fleet_summary.py; it runs on the controller only.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: fleet_summary
+short_description: Print and write the fleet's llama-server summary, on the controller
+version_added: "0.3.0"
+description:
+  - Builds the Markdown table of C(llamafleet.llamacpp.fleet_summary_markdown) from the hosts' variables
+    (C(llama_fleet_status), C(llama_server_report), C(llama_server_failure)), returns it as RV(msg) lines for the
+    output, and writes it to O(path) on the controller when its content differs.
+  - Nothing runs on the hosts, and no module is sent anywhere. Check mode writes the file too, as a preview's
+    summary is wanted as well.
+author:
+  - llamafleet maintainers (@llamafleet)
+options:
+  hosts:
+    description: The hosts of the table, in order.
+    type: list
+    elements: str
+    required: true
+  path:
+    description: Where the Markdown goes on the controller; empty writes nothing.
+    type: str
+    default: ./fleet-summary.md
+  title:
+    description: The table's heading.
+    type: str
+    default: llama-server fleet
+seealso:
+  - module: llamafleet.llamacpp.llama_server_host
+attributes:
+  action:
+    description: Runs on the controller only.
+    support: full
+  async:
+    description: Cannot run asynchronously.
+    support: none
+  check_mode:
+    description: Writes the summary in check mode too (it is a report of the run, not managed state).
+    support: full
+  diff_mode:
+    description: Reports nothing to diff.
+    support: none
+  platform:
+    description: The controller.
+    support: full
+    platforms: posix
+"""
+
+EXAMPLES = r"""
+- name: Summarise the fleet
+  llamafleet.llamacpp.fleet_summary:
+    hosts: "{{ ansible_play_hosts_all }}"
+    path: ./fleet-summary.md
+  run_once: true
+"""
+
+RETURN = r"""
+msg:
+  description: The summary's lines.
+  returned: always
+  type: list
+  elements: str
+path:
+  description: The file written (empty when none was asked for).
+  returned: always
+  type: str
+"""

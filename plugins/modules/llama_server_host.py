@@ -1,0 +1,168 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, llamafleet maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+# The code is the action plugin plugins/action/llama_server_host.py (and, on the target, the module
+# llama_server_judge); this file holds its documentation, which is also its argument spec.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: llama_server_host
+short_description: Judge whether a host already runs its llama-server plans, in one step that changes nothing
+version_added: "0.3.0"
+description:
+  - The first step of the C(llamafleet.llamacpp.llama_server) role, and the first play of the deploy playbook.
+    On the controller it checks the role's inputs (instance names, states, ports, keys, environments, engine and
+    model sources, the runtime's settings) and fails naming each problem, before any host is read or changed.
+  - It then runs C(llamafleet.llamacpp.llama_server_judge) once on the target, which reads what the role would
+    change (account, directories, planning runtime, engine, models, removed instances) and, when those are in
+    place, plans and judges each instance against what runs, as C(llamafleet.llamacpp.llama_server_apply) would.
+  - A host that is RV(current) needs nothing. The role skips its steps and reports RV(report), read from the
+    running engines. Any other host goes through the role's steps, which change what RV(why) names.
+  - A host that another rollout holds (the lock of C(llamafleet.llamacpp.llama_server_lock)) fails here, naming
+    the holder; a holder of this controller that no longer runs is not counted.
+  - The compose runtime is not judged here yet: its hosts are never RV(current) and go through the role's steps.
+author:
+  - llamafleet maintainers (@llamafleet)
+extends_documentation_fragment:
+  - llamafleet.llamacpp.instance_settings
+options:
+  instances:
+    description: The role's C(llama_server_instances).
+    type: list
+    elements: dict
+    default: []
+  runtime:
+    description: The role's C(llama_server_runtime), C(systemd) or C(compose).
+    type: str
+    default: systemd
+  image:
+    description: The role's C(llama_server_image) (compose).
+    type: str
+    default: ""
+  image_pull:
+    description: The role's C(llama_server_image_pull) (compose).
+    type: str
+    default: missing
+  compose_project:
+    description: The role's C(llama_server_compose_project).
+    type: str
+    default: llamafleet
+  compose_dir:
+    description: The role's C(llama_server_compose_dir).
+    type: str
+    default: /etc/llamafleet/compose
+  engine_bin:
+    description: The role's C(llama_server_engine_bin).
+    type: str
+    default: ""
+  engine_archive_url:
+    description: The role's C(llama_server_engine_archive_url).
+    type: str
+    default: ""
+  engine_archive_checksum:
+    description: The role's C(llama_server_engine_archive_checksum).
+    type: str
+    default: ""
+  engine_dir:
+    description: The versioned directory an engine archive is unpacked into (its install marker is there).
+    type: str
+    default: ""
+  models:
+    description: The role's C(llama_server_models).
+    type: list
+    elements: dict
+    default: []
+  runtime_marker:
+    description: The file in the planning venv that records what it was built from.
+    type: str
+    default: /opt/llamafleet/venv/llamafleet-runtime.json
+  runtime_manifest:
+    description: What the planning venv must have been built from (packages, wheels, pip arguments).
+    type: dict
+    default: {}
+  directories:
+    description: The role's directories (C(path), C(owner), C(group), C(mode)), as its account step creates them.
+    type: list
+    elements: dict
+    default: []
+  user_shell:
+    description: The service user's shell as the account step sets it.
+    type: str
+    default: /usr/sbin/nologin
+  user_comment:
+    description: The service user's comment as the account step sets it.
+    type: str
+    default: llama-server (llamafleet)
+  unit_dir:
+    description: Where the units are.
+    type: str
+    default: /etc/systemd/system
+  lock_path:
+    description: The rollout lock file (read only here).
+    type: str
+    default: /run/llamafleet/rollout.lock
+  lock_lease_s:
+    description: Seconds after which a lock taken from another controller counts as abandoned.
+    type: int
+    default: 21600
+notes:
+  - The API keys go to the target only as the judge's no_log option, to read the running engines' C(/props);
+    every string of the result is scrubbed of them.
+seealso:
+  - module: llamafleet.llamacpp.llama_server_instance
+  - module: llamafleet.llamacpp.llama_server_judge
+attributes:
+  action:
+    description: Runs on the controller and calls one module on the target.
+    support: full
+  async:
+    description: Cannot run asynchronously.
+    support: none
+  check_mode:
+    description: Changes nothing in any mode, so check mode gives the same answer.
+    support: full
+  diff_mode:
+    description: Reports nothing to diff.
+    support: none
+  platform:
+    description: Target systems it runs on.
+    support: full
+    platforms: posix
+"""
+
+EXAMPLES = r"""
+- name: Judge this host against its plans
+  llamafleet.llamacpp.llama_server_host:
+    instances: [{name: main, preset: small, api_key: "{{ vault_llama_key }}"}]
+    presets: {small: {MODEL: gemma-3-270m-q4_k_m.gguf, CTX: 4096}}
+    engine_bin: /usr/local/bin/llama-server
+    python: /opt/llamafleet/venv/bin/python
+  register: judged
+
+- name: Converge only what needs it
+  ansible.builtin.debug:
+    msg: "{{ judged.why }}"
+  when: not judged.current
+"""
+
+RETURN = r"""
+current:
+  description: Nothing would change on the host and every present instance runs its plan, healthy.
+  returned: always
+  type: bool
+why:
+  description: What the role has to do on this host, first things first (empty when RV(current)).
+  returned: always
+  type: list
+  elements: str
+report:
+  description:
+    - The report rows of the instances (as C(llamafleet.llamacpp.llama_server_instance) returns them), read from
+      the running engines; only when RV(current).
+  returned: always
+  type: list
+  elements: dict
+"""

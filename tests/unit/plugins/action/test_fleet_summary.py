@@ -1,0 +1,40 @@
+"""The summary action writes the table on the controller, only when it differs, and reports no change."""
+
+from unittest import mock
+
+from ansible_collections.llamafleet.llamacpp.plugins.action import fleet_summary as action_module
+
+HOSTVARS = {
+    "h1": {"llama_fleet_status": "ok", "llama_server_report": [{"instance": "main", "state": "deployed",
+                                                                "ctx": "4096", "health": 200}]},
+    "h2": {"llama_fleet_status": "judged"},
+}
+
+
+def run_action(**args):
+    task = mock.MagicMock()
+    task.args = args
+    task.async_val = 0
+    task.check_mode = True
+    action = action_module.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None,
+                                        shared_loader_obj=None)
+    return action.run(task_vars={"hostvars": HOSTVARS})
+
+
+def test_writes_the_table_once_and_changes_nothing(tmp_path):
+    path = tmp_path / "summary.md"
+    result = run_action(hosts=["h1", "h2"], path=str(path))
+    assert result["changed"] is False
+    text = path.read_text()
+    assert "| h1 | main | deployed |" in text
+    assert "| h2 | - | not run |" in text  # judged, its batch never started
+    assert result["msg"] == text.splitlines()
+    before = path.stat().st_mtime_ns
+    run_action(hosts=["h1", "h2"], path=str(path))
+    assert path.stat().st_mtime_ns == before
+
+
+def test_an_unwritable_path_fails_naming_it(tmp_path):
+    result = run_action(hosts=["h1"], path=str(tmp_path / "no" / "dir" / "s.md"))
+    assert result["failed"] is True
+    assert "cannot write the fleet summary to" in result["msg"]

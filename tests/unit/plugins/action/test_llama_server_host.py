@@ -1,0 +1,99 @@
+"""The host judge's controller side: inputs refused before any host is read, the keys kept out, the judge's
+wire options, a host without the planning venv, and the lock's holder judged here. The target module is stood
+in for by recorded answers (it has its own tests, and the molecule scenarios run it on real hosts)."""
+
+import json
+import os
+import socket
+from unittest import mock
+
+from ansible_collections.llamafleet.llamacpp.plugins.action import llama_server_host as action_module
+
+KEY = "k-very-secret-2"
+ROW = {"instance": "main", "state": "deployed", "ctx": "4096", "error": f"nothing {KEY}"}
+
+
+def run_action(answer, **more):
+    task = mock.MagicMock()
+    task.args = {
+        "instances": [{"name": "main", "preset": "small", "api_key": KEY}, {"name": "old", "state": "absent"}],
+        "presets": {"small": {"model": "a.gguf", "ctx": 4096}},
+        "engine_bin": "/e/llama-server", "python": "/opt/venv/bin/python",
+        "models": [{"url": "https://h/a.gguf", "checksum": "sha256:ab"}],
+        **more,
+    }
+    task.async_val = 0
+    task.check_mode = False
+    task.diff = False
+    action = action_module.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None,
+                                        shared_loader_obj=None)
+    calls = []
+
+    def execute(module_name, module_args, task_vars):
+        calls.append((module_name, module_args, task_vars))
+        return json.loads(json.dumps(answer))
+
+    action._execute_module = execute
+    return action.run(task_vars={"ansible_play_name": "Judge the fleet"}), calls
+
+
+def test_a_current_host_and_the_wire_options():
+    result, [(name, args, task_vars)] = run_action({"current": True, "why": [], "report": [ROW], "lock_holder": {}})
+    assert name == "llamafleet.llamacpp.llama_server_judge"
+    assert task_vars["ansible_python_interpreter"] == "/opt/venv/bin/python"
+    assert (result["current"], result["why"]) == (True, [])
+    assert result["report"][0]["error"] == "nothing ********"
+    assert args["keys"] == {"main": KEY}
+    assert KEY not in json.dumps({k: v for k, v in args.items() if k != "keys"})
+    # The layered preset, without the key (the instance's api_key is not part of it either).
+    assert args["instances"] == [{"name": "main", "environment": None, "preset": {"MODEL": "a.gguf", "CTX": 4096}}]
+    assert args["absent"] == ["old"]
+    assert args["models"] == [{"path": "/var/lib/llamafleet/models/a.gguf", "checksum": "sha256:ab"}]
+    assert args["settings"]["engine"] == ""
+    assert {"presets", "python"}.isdisjoint(args["settings"])
+    assert KEY not in json.dumps(result)
+
+
+def test_bad_inputs_fail_before_the_host_is_read():
+    result, calls = run_action({}, instances=[{"name": "a b"}])
+    assert result["failed"] is True
+    assert "instance names must match" in result["msg"]
+    assert calls == []
+
+
+def test_a_host_without_the_planning_venv_is_not_current():
+    result, _calls = run_action({"failed": True, "rc": 127, "module_stderr": "/bin/sh: 1: /opt/venv/bin/python: "
+                                 "not found", "msg": "MODULE FAILURE"})
+    assert (result.get("failed"), result["current"], result["why"]) == (None, False, [action_module.NO_RUNTIME])
+
+
+def test_another_judge_failure_fails_the_host():
+    result, _calls = run_action({"failed": True, "msg": "boom"})
+    assert result["failed"] is True
+    assert "boom" in result["msg"]
+
+
+def test_a_live_holder_fails_the_host_naming_it():
+    holder = {"controller": "elsewhere", "pid": 5, "pid_start": "1", "user": "ops", "playbook": "p",
+              "taken": 4102444800}  # 2100: within any lease
+    result, _calls = run_action({"current": True, "why": [], "report": [], "lock_holder": holder})
+    assert result["failed"] is True
+    assert "another rollout holds this host: controller elsewhere, pid 5" in result["msg"]
+
+
+def test_a_gone_holder_of_this_controller_or_an_expired_one_is_not_counted():
+    gone = {"controller": socket.gethostname(), "pid": 999999999, "pid_start": "1", "taken": 4102444800}
+    result, _calls = run_action({"current": True, "why": [], "report": [], "lock_holder": gone})
+    assert result["current"] is True
+    old = {"controller": "elsewhere", "pid": 5, "pid_start": "1", "taken": 1}
+    result, _calls = run_action({"current": True, "why": [], "report": [], "lock_holder": old})
+    assert result["current"] is True
+    ours = {"controller": socket.gethostname(), "pid": os.getppid(), "pid_start": action_module.this_rollout({})[
+        "pid_start"], "taken": 4102444800}
+    result, _calls = run_action({"current": True, "why": [], "report": [], "lock_holder": ours})
+    assert result["current"] is True
+
+
+def test_compose_hosts_go_through_the_steps():
+    result, calls = run_action({}, runtime="compose", image="ghcr.io/ggml-org/llama.cpp:server")
+    assert (result["current"], calls) == (False, [])

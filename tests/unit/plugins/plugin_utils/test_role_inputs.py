@@ -1,0 +1,81 @@
+"""The role's inputs, checked on the controller: each bad input gives a message naming it; good ones give none."""
+
+import pytest
+
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.role_inputs import (
+    RoleInputError,
+    input_errors,
+    instances_in_state,
+    model_files,
+)
+
+GOOD = {
+    "runtime": "systemd", "image": "", "image_pull": "missing", "compose_project": "llamafleet",
+    "compose_dir": "/etc/llamafleet/compose",
+    "instances": [{"name": "main", "preset": "small", "api_key": "k-1"}, {"name": "old", "state": "absent"}],
+    "presets": {"small": {"MODEL": "m.gguf"}}, "environment": {"GGML_X": "1"},
+    "engine_bin": "/usr/local/bin/llama-server", "engine_archive_url": "", "engine_archive_checksum": "",
+    "models": [{"url": "https://h/m.gguf", "checksum": "sha256:ab"}], "models_dir": "/var/lib/llamafleet/models",
+}
+
+CASES = [
+    ("runtime", {"runtime": "podman"}, "llama_server_runtime must be systemd or compose, not 'podman'"),
+    ("compose without image", {"runtime": "compose"}, "the compose runtime needs llama_server_image"),
+    ("image with a space", {"runtime": "compose", "image": "a b"}, "the compose runtime needs llama_server_image"),
+    ("image pull", {"image_pull": "sometimes"}, "llama_server_image_pull must be one of missing, always, never"),
+    ("compose project", {"compose_project": "Fleet"}, "llama_server_compose_project takes lower-case letters"),
+    ("compose dir", {"compose_dir": "compose"}, "llama_server_compose_dir must be an absolute path"),
+    ("instance name", {"instances": [{"name": "a b"}]}, "instance names must match"),
+    ("duplicate names", {"instances": [{"name": "a"}, {"name": "a", "state": "absent"}]},
+     "given more than once: a"),
+    ("state", {"instances": [{"name": "a", "state": "presnt"}]},
+     "an instance's state is present or absent; not a: 'presnt'"),
+    ("ports", {"instances": [{"name": "a"}, {"name": "b"}]}, "a and b both plan port 8080"),
+    ("unknown preset", {"instances": [{"name": "a", "preset": "nope"}]}, "nope"),
+    ("key with a comma", {"instances": [{"name": "a", "api_key": "x,y"}]}, "instance a: an API key may only hold"),
+    ("env name", {"environment": {"1X": "v"}}, "llama_server_environment takes variable names"),
+    ("key in env", {"instances": [{"name": "a", "environment": {"LLAMA_API_KEY": "s"}}]},
+     "the environment of instance a: LLAMA_API_KEY is not set this way"),
+    ("no engine", {"engine_bin": ""}, "set either llama_server_engine_bin"),
+    ("both engines", {"engine_archive_url": "https://h/e.zip", "engine_archive_checksum": "sha256:1"},
+     "set either llama_server_engine_bin"),
+    ("archive without checksum", {"engine_bin": "", "engine_archive_url": "https://h/e.zip"},
+     "needs llama_server_engine_archive_checksum"),
+    ("relative engine", {"engine_bin": "bin/llama-server"}, "llama_server_engine_bin must be an absolute path"),
+    ("model without checksum", {"models": [{"url": "https://h/m.gguf"}]},
+     "llama_server_models: model 0 needs a url and a checksum"),
+    ("instances not a list", {"instances": {"name": "a"}}, "llama_server_instances must be a list"),
+    ("presets not a mapping", {"presets": ["x"]}, "llama_server_presets must be a mapping"),
+]
+
+
+def test_good_inputs_give_no_error():
+    assert input_errors(GOOD) == []
+
+
+@pytest.mark.parametrize(("change", "expected"), [(c[1], c[2]) for c in CASES], ids=[c[0] for c in CASES])
+def test_each_bad_input_is_named(change, expected):
+    errors = input_errors({**GOOD, **change})
+    assert any(expected in error for error in errors), errors
+
+
+def test_a_key_never_appears_in_a_message():
+    errors = input_errors({**GOOD, "instances": [{"name": "a", "api_key": "secret value"}]})
+    assert errors
+    assert not any("secret value" in e for e in errors)
+
+
+def test_no_engine_is_needed_without_present_instances_or_for_compose():
+    assert input_errors({**GOOD, "engine_bin": "", "instances": [{"name": "a", "state": "absent"}]}) == []
+    assert input_errors({**GOOD, "engine_bin": "", "runtime": "compose", "image": "img"}) == []
+
+
+def test_split_and_files():
+    assert [i["name"] for i in instances_in_state(GOOD["instances"])] == ["main"]
+    assert [i["name"] for i in instances_in_state(GOOD["instances"], "absent")] == ["old"]
+    assert model_files([{"url": "https://h/x/m.gguf?dl=1", "checksum": "c"}], "/m") == [
+        {"url": "https://h/x/m.gguf?dl=1", "checksum": "c", "path": "/m/m.gguf"}]
+    with pytest.raises(RoleInputError, match="gives no usable file name"):
+        model_files([{"url": "https://h/", "checksum": "c"}], "/m")
+    with pytest.raises(RoleInputError):
+        instances_in_state("main")
