@@ -23,7 +23,7 @@ description:
     running engines. Any other host goes through the role's steps, which change what RV(why) names.
   - A host that another rollout holds (the lock of C(llamafleet.llamacpp.llama_server_lock)) fails here, naming
     the holder; a holder of this controller that no longer runs is not counted.
-  - The compose runtime is not judged here yet: its hosts are never RV(current) and go through the role's steps.
+  - The compose runtime is not judged here yet; its hosts are never RV(current) and go through the role's steps.
 author:
   - llamafleet maintainers (@llamafleet)
 extends_documentation_fragment:

@@ -186,4 +186,3 @@ def test_a_credential_no_longer_used_is_removed_and_restarts(systemd, tmp_path, 
     assert any("(no longer used)" in reason for reason in result["reasons"])
     assert not (tmp_path / "cred" / "main.env").exists()
     assert result["restarted"] is True
-
