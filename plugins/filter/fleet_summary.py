@@ -35,8 +35,8 @@ HEADERS = tuple(header for key, header in COLUMNS)
 STATUS_VAR = "llama_fleet_status"
 REPORT_VAR = "llama_server_report"
 ERROR_VAR = "llama_server_failure"
-# llama_fleet_status values: started when the host's play starts, ok when it ends, failed by its rescue;
-# judged: the first play found work there, and its batch has not started.
+# llama_fleet_status values: judged (the first play found work there) or ok (nothing to do); started when its
+# batch starts, ok when it ends, failed by a rescue. No status: the first play lost the host.
 STARTED = "started"
 JUDGED = "judged"
 NOT_DONE = ("failed", "unreachable", "not run")
@@ -93,10 +93,10 @@ def fleet_summary_rows(hosts: Iterable[str], hostvars: Mapping) -> list[dict]:
         status = str(host_vars.get(STATUS_VAR, "") or "")
         report = host_vars.get(REPORT_VAR) or []
         error = _first_line(host_vars.get(ERROR_VAR, ""))
-        if not status or status == JUDGED:
+        if status == JUDGED:
             # Its batch was never started (the rollout stopped earlier).
             status, error = "not run", error or "not reached: the rollout stopped before its batch"
-        elif status == STARTED:
+        elif status in ("", STARTED):
             # Started, then neither finished nor failed a task: the run lost the host.
             status, error = "unreachable", error or "unreachable: the run lost this host"
         for entry in report:

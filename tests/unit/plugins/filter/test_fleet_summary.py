@@ -45,6 +45,7 @@ HOSTVARS = {
     },
     "h3": {"llama_fleet_status": "started"},  # unreachable: started, then lost
     "h4": {"llama_fleet_status": "ok", "llama_server_report": []},
+    "h5": {"llama_fleet_status": "judged"},  # judged with work, then its batch never ran
 }
 
 
@@ -56,14 +57,16 @@ def test_rows_cover_every_host_in_order():
 
 
 def test_failed_unreachable_and_not_reached_hosts_are_told_apart():
-    rows = {(r["host"], r["instance"]): r for r in fleet_summary_rows(["h2", "h3", "missing"], HOSTVARS)}
+    rows = {(r["host"], r["instance"]): r for r in fleet_summary_rows(["h2", "h3", "h5", "missing"], HOSTVARS)}
     assert rows[("h2", "main")]["state"] == "failed"
     assert rows[("h2", "main")]["detail"] == "new unit did not become healthy"
     assert rows[("h3", "")]["state"] == "unreachable"
     assert rows[("h3", "")]["detail"] == "unreachable: the run lost this host"
     # Outside the batches that ran (the rollout stopped on the canary): not a failure of that host.
-    assert rows[("missing", "")]["state"] == "not run"
-    assert rows[("missing", "")]["detail"] == "not reached: the rollout stopped before its batch"
+    assert rows[("h5", "")]["state"] == "not run"
+    assert rows[("h5", "")]["detail"] == "not reached: the rollout stopped before its batch"
+    # No status at all: the first play (the judge) lost it.
+    assert rows[("missing", "")]["state"] == "unreachable"
 
 
 def test_check_mode_rows_say_would_restart():
