@@ -17,6 +17,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.prese
     PresetLayerError,
     instance_preset,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.compose_service import container_name
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.instance_request import (
     PLAN_REPORT_KEYS,
     apply_request,
@@ -34,6 +35,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.system
     unit_name,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.modules.llama_server_instance import DOCUMENTATION
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.compose_deployment import ComposeDeployment
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.doc_spec import argument_spec
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.scrub import scrub
 
@@ -72,12 +74,8 @@ class ActionModule(ActionBase):
         found.pop("invocation", None)
         return found
 
-    def _instance(self, name, instance, preset, key, *, args, task_vars) -> dict:
-        unit = unit_name(name)
-        if args["pending"]:
-            message = f"check mode: {args['pending']}"
-            return {"changed": True, "report": early_entry(name, "pending", message, unit, changed=True)}
-        plan = self._module(PLAN_MODULE, plan_request(name, instance, preset, key, args), task_vars, args["python"])
+    def _not_deployable(self, name: str, plan: dict, key: str, args: dict, unit: str) -> dict | None:
+        """The outcome of a plan that cannot be deployed (failed, external, an open server); None when it can."""
         if plan.get("failed"):
             message = f"instance {name}: {plan.get('msg') or 'planning failed'}"
             return {"failed": True, "msg": message, "plan": plan,
@@ -90,6 +88,20 @@ class ActionModule(ActionBase):
         if refusal:
             return {"failed": True, "msg": refusal, "plan": plan,
                     "report": early_entry(name, "failed", refusal + " (nothing was changed)", unit)}
+        return None
+
+    def _instance(self, name, instance, preset, key, *, args, task_vars) -> dict:
+        if args["pending"]:
+            message = f"check mode: {args['pending']}"
+            unit = container_name(name) if args["runtime"] == "compose" else unit_name(name)
+            return {"changed": True, "report": early_entry(name, "pending", message, unit, changed=True)}
+        if args["runtime"] == "compose":
+            return ComposeDeployment(self, name, instance, preset, key=key, args=args, task_vars=task_vars).run()
+        unit = unit_name(name)
+        plan = self._module(PLAN_MODULE, plan_request(name, instance, preset, key, args), task_vars, args["python"])
+        stop = self._not_deployable(name, plan, key, args, unit)
+        if stop is not None:
+            return stop
         settings = unit_settings(args)
         try:
             rendered = render_instance(name, plan, settings, service_environment(args, instance), bool(key))

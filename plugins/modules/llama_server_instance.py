@@ -36,6 +36,67 @@ options:
     description: Path of the C(llama-server) binary on the target.
     type: str
     default: ""
+  runtime:
+    description:
+      - C(systemd) (a unit per instance) or C(compose) (a service of the host's compose project, applied with
+        C(community.docker.docker_compose_v2), which must be installed on the controller).
+    type: str
+    choices: [systemd, compose]
+    default: systemd
+  compose:
+    description: The compose runtime's settings (with O(runtime=compose)).
+    type: dict
+    default: {}
+    suboptions:
+      image:
+        description: The image that runs the engine (its entrypoint is C(llama-server)).
+        type: str
+        default: ""
+      image_id:
+        description: The image's ID, kept as a label so a new image under the same name recreates the container.
+        type: str
+        default: ""
+      project:
+        description: The compose project of the host.
+        type: str
+        default: llamafleet
+      dir:
+        description: The project's directory, one file per instance.
+        type: str
+        default: /etc/llamafleet/compose
+      docker_cli:
+        description: The docker CLI on the target.
+        type: str
+        default: docker
+      docker_host:
+        description: The daemon (C(DOCKER_HOST)); empty for the default.
+        type: str
+        default: ""
+      docker_env:
+        description: Environment of the docker CLI on the target (e.g. C(DOCKER_CONFIG) for its plugins).
+        type: dict
+        default: {}
+      uid:
+        description: The service account's uid (the container's user).
+        type: int
+        default: 0
+      gid:
+        description: The service account's gid.
+        type: int
+        default: 0
+      health_command:
+        description: The container's health check command, before the health URL.
+        type: list
+        elements: str
+        default: [curl, --fail, --silent, --show-error, --output, /dev/null, --max-time, "4"]
+      log_lines:
+        description: How many lines of a failed container's log are reported.
+        type: int
+        default: 40
+      nofile:
+        description: The container's open-files limit; 0 keeps the daemon's.
+        type: int
+        default: 0
   pending:
     description:
       - Why the instance cannot be planned yet (check mode on a host where the engine, the planning runtime or a

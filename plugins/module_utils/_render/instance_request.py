@@ -12,6 +12,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.compose_service import (
+    SECRET_PATH,
+    container_name,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_instance import (
     InstancePaths,
     InstanceSettings,
@@ -99,3 +103,21 @@ def apply_request(name: str, plan: Mapping, rendered: RenderedInstance, paths: I
 # What the report keeps of a plan (the rest stays on the host).
 PLAN_REPORT_KEYS = ("argv", "exec_start", "env", "notes", "plan_warnings", "decisions", "facts", "preflight",
                     "unset_environment")
+
+
+def compose_plan_request(name: str, instance: Mapping, preset: Mapping, key: str, settings: Mapping, *,
+                         compose: Mapping) -> dict:
+    """The ``llama_server_plan`` options of a compose instance: the engine's help comes from the image that will
+    run, its own container is neither a port conflict nor used RAM, and the key is read from the secret's path."""
+    request = plan_request(name, instance, preset, key, settings)
+    request.update(
+        bin="",
+        unit="",
+        container=container_name(name),
+        engine_image=compose["image"],
+        docker_cli=compose["docker_cli"],
+        api_key_file=SECRET_PATH if key else "",
+    )
+    if compose.get("docker_host"):
+        request["docker_host"] = compose["docker_host"]
+    return request

@@ -9,7 +9,6 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.llamafleet.llamacpp.plugins.filter.compose import FilterModule, compose_service
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.compose_service import (
     DEFAULT_HEALTH_COMMAND,
-    SECRET_PATH,
 )
 
 ROLE = pathlib.Path(__file__).resolve().parents[4] / "roles" / "llama_server"
@@ -44,11 +43,6 @@ def test_filter_refuses_what_is_not_a_plan(plan):
 def test_filter_reports_compose_errors_with_its_name():
     with pytest.raises(AnsibleFilterError, match=r"^compose_service: .*CUDA_VISIBLE_DEVICES"):
         compose_service(PLAN, name="a", image="i", user="1:1", gpus=True, gpu_selection="0,0")
-
-
-def test_role_reads_the_key_where_the_secret_is_mounted():
-    role_vars = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
-    assert role_vars["_llama_server_compose_secret_path"] == SECRET_PATH
 
 
 def test_role_default_health_command_is_the_filters():

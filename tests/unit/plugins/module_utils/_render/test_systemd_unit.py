@@ -1,17 +1,14 @@
 """The unit file of one instance (systemd_unit.py): what each decision writes, and what it refuses."""
 
 import dataclasses
-from pathlib import Path
 
 import pytest
-import yaml
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.engine_inputs import (
     NO_CONFIG_HOME,
     SYSTEM_CONFIG_DIR,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_unit import (
-    SLOT_SCRIPT,
     UnitRenderError,
     UnitSpec,
     credential_path,
@@ -118,10 +115,3 @@ def test_names_and_paths():
     assert unit_name("a") == "llama-server-a.service"
     assert unit_path("a") == "/etc/systemd/system/llama-server-a.service"
     assert credential_path("a") == "/run/credentials/llama-server-a.service/api_key"
-
-
-def test_the_compose_runtime_empties_slots_with_the_same_script():
-    """The compose tasks still run the slot script from the role's vars until compose goes through the apply
-    step; it must stay the unit's own."""
-    role_vars = Path(__file__).resolve().parents[5] / "roles" / "llama_server" / "vars" / "main.yml"
-    assert yaml.safe_load(role_vars.read_text())["_llama_server_slot_script"] == SLOT_SCRIPT
