@@ -82,8 +82,8 @@ class ComposeDeployment:
             return {"failed": True, "msg": NO_COMMUNITY_DOCKER,
                     "report": early_entry(self.name, "failed", NO_COMMUNITY_DOCKER, self.container)}
         args = self.args
-        plan = self._target(PLAN_MODULE, compose_plan_request(self.name, self.instance, self.preset, self.key, args,
-                                                             compose=self.compose), args["python"])
+        request = compose_plan_request(self.name, self.instance, self.preset, self.key, args, compose=self.compose)
+        plan = self._target(PLAN_MODULE, request, args["python"])
         stop = self.action._not_deployable(self.name, plan, self.key, args, self.container)
         if stop is not None:
             return stop
