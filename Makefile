@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export LLAMAFLEET_CACHE ?= $(HOME)/.cache/llamafleet
 
-.PHONY: venv deploy-local demo test lint unit sanity integration engine model bench clean \
+.PHONY: venv deploy-local demo test lint changelog unit sanity integration engine model bench clean \
 	collections fleet-up fleet-down molecule docker-engine engine-image
 
 $(STAMP): requirements-dev.txt
@@ -64,6 +64,13 @@ lint: $(STAMP) collections
 	$(VENV)/bin/ruff check .
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" ANSIBLE_COLLECTIONS_PATH="$(CURDIR)/.collections" \
 	  $(VENV)/bin/ansible-lint --profile production --offline
+	$(VENV)/bin/antsibull-changelog lint
+
+## CHANGELOG.md from changelogs/fragments (antsibull-changelog), for the version in galaxy.yml.
+changelog: $(STAMP) collections
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" ANSIBLE_COLLECTIONS_PATH="$(CURDIR)/.collections" \
+	  $(VENV)/bin/antsibull-changelog release --update-existing --refresh-fragments without-archives \
+	  --version "$$($(PY) -c 'import yaml; print(yaml.safe_load(open("galaxy.yml"))["version"])')"
 
 unit: $(STAMP)
 	$(VENV)/bin/pytest tests/unit \
