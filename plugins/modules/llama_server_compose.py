@@ -19,15 +19,17 @@ description:
   - O(state=verified) reads what runs - C(/health), C(/props) with the key, the container's command from
     C(docker inspect) - and fails when it is not the plan; when it is, it keeps the files as the last verified
     ones (and the planning state file).
+  - O(state=failed) changes nothing and returns the container's last log lines, read before the failed container
+    is taken down or replaced.
   - O(state=restored) puts the last verified files back, or removes the files of an instance that never ran
-    healthy; it returns the container's last log lines.
+    healthy. A compose file deployed before verified copies were kept counts as the verified one.
 author:
   - llamafleet maintainers (@llamafleet)
 options:
   state:
     description: The step.
     type: str
-    choices: [written, verified, restored]
+    choices: [written, verified, failed, restored]
     default: written
   instance:
     description: The instance's name.
@@ -125,8 +127,8 @@ attributes:
     description: O(state=written) says what would change and writes nothing; the other states read only.
     support: full
   diff_mode:
-    description: Reports nothing to diff.
-    support: none
+    description: O(state=written) returns the compose file's diff.
+    support: full
   platform:
     description: Target systems it runs on.
     support: full
@@ -154,7 +156,7 @@ key_changed:
   returned: always
   type: bool
 new:
-  description: The instance has no verified files yet (a failure removes it).
+  description: The instance has neither verified files nor a compose file yet (a failure removes it).
   returned: always
   type: bool
 project_files:
@@ -179,8 +181,8 @@ outcome:
   returned: when restored
   type: str
 engine_says:
-  description: The container's last log lines (O(state=restored)).
-  returned: when restored
+  description: The container's last log lines (O(state=failed)).
+  returned: when failed
   type: list
   elements: str
 """
@@ -198,7 +200,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.comp
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
-            "state": {"type": "str", "choices": ["written", "verified", "restored"], "default": "written"},
+            "state": {"type": "str", "choices": ["written", "verified", "failed", "restored"], "default": "written"},
             "instance": {"type": "str", "required": True},
             "compose_content": {"type": "str", "required": True},
             "compose_dir": {"type": "path", "required": True},
@@ -226,12 +228,14 @@ def main() -> None:
     )
     params = module.params
     service = ComposeInstance(params, lambda argv: module.run_command(list(argv)), os.environ)
-    result = {"changed": False, "new": not service.last_good_files(), "project_files": service.project_files(),
+    result = {"changed": False, "new": service.is_new(), "project_files": service.project_files(),
               "changed_files": [], "key_changed": False}
     try:
         if params["state"] == "written":
             result["changed_files"] = service.changed()
             result["key_changed"] = service.key_changed()
+            if module._diff and "the compose file" in result["changed_files"]:
+                result["diff"] = service.diff()
             if result["changed_files"] and not module.check_mode:
                 service.write()
                 result["project_files"] = service.project_files()
@@ -245,8 +249,9 @@ def main() -> None:
                 module.fail_json(msg="; ".join(problems), problems=problems, **result)
             if not module.check_mode:
                 service.keep_last_good()
-        else:
+        elif params["state"] == "failed":
             result["engine_says"] = service.logs()
+        else:
             result["outcome"] = service.restore() if not module.check_mode else "previewed"
             result["project_files"] = service.project_files()
             result["changed"] = True

@@ -134,7 +134,7 @@ class ComposeDeployment:
         applied = {"changed": bool(reasons), "reasons": reasons, "would_restart": bool(reasons),
                    "restarted": False, "rolled_back": False}
         if self.check_mode and reasons:
-            return self._outcome(plan, {**applied, "state": "previewed"})
+            return self._outcome(plan, {**applied, "state": "previewed"}, diff=written.get("diff"))
         up = self._compose_v2(files=written["project_files"], services=[self.name], state="present", pull="never",
                               recreate="always" if written.get("key_changed") else "auto", remove_orphans=False,
                               wait=True, wait_timeout=timeout)
@@ -145,11 +145,13 @@ class ComposeDeployment:
             verified = self._target(COMPOSE_MODULE, {**files, "state": "verified"})
             applied.update({k: verified.get(k) for k in ("health", "props", "runs_plan") if k in verified})
             if not verified.get("failed"):
-                return self._outcome(plan, {**applied, "state": "previewed" if self.check_mode else "deployed"})
+                return self._outcome(plan, {**applied, "state": "previewed" if self.check_mode else "deployed"},
+                                     diff=written.get("diff"))
             why = str(verified.get("msg") or "the container does not run the plan")
         return self._roll_back(plan, files, written, applied, why=why, timeout=timeout)
 
     def _roll_back(self, plan, files, written, applied, *, why, timeout) -> dict:
+        engine_says = list(self._target(COMPOSE_MODULE, {**files, "state": "failed"}).get("engine_says") or [])
         if written.get("new"):
             self._compose_v2(files=[f"{self.name}.yaml"], services=[self.name], state="absent", remove_orphans=False)
         restored = self._target(COMPOSE_MODULE, {**files, "state": "restored"})
@@ -167,7 +169,6 @@ class ComposeDeployment:
             tail = " — the new instance was removed"
         else:
             tail = f" — the rollback did not complete: {restored.get('msg')}"
-        engine_says = list(restored.get("engine_says") or [])
         lines = [f"instance {self.name}: {why}{tail}"]
         if engine_says:
             lines.append(f"docker logs {self.container} (last {len(engine_says)} lines):")
@@ -176,10 +177,12 @@ class ComposeDeployment:
         return self._outcome(plan, {**applied, "changed": True, "state": "failed", "error": why + tail,
                                     "engine_says": engine_says}, message)
 
-    def _outcome(self, plan: dict, applied: dict, failure: str = "") -> dict:
+    def _outcome(self, plan: dict, applied: dict, failure: str = "", diff: dict | None = None) -> dict:
         entry = report_entry(self.name, plan, applied, self.container)
         outcome = {"changed": bool(applied.get("changed")), "applied": applied, "report": entry,
                    "plan": {k: plan.get(k) for k in ("argv", "env", "notes", "plan_warnings", "decisions", "facts")}}
+        if diff:
+            outcome["diff"] = diff
         if failure:
             outcome.update(failed=True, msg=failure)
         return outcome

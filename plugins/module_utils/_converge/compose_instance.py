@@ -127,8 +127,30 @@ class ComposeInstance:
                 os.chown(path, uid, gid)
                 os.chmod(path, 0o700)
 
+    def is_new(self) -> bool:
+        """No verified files and no compose file: a failure removes the instance instead of going back."""
+        return not self.last_good_files() and not os.path.exists(self.compose_file)
+
+    def diff(self) -> dict:
+        before = read_bytes(self.compose_file)
+        return {"before_header": self.compose_file, "after_header": self.compose_file,
+                "before": before.decode("utf-8", "replace") if before is not None else "",
+                "after": self.params["compose_content"]}
+
+    def _keep_as_fallback(self) -> None:
+        """A compose file deployed before verified copies were kept (an older release): it is what runs, so it
+        becomes the copy a failure goes back to."""
+        if self.last_good_files() or not os.path.exists(self.compose_file):
+            return
+        os.makedirs(self.last_good, mode=0o700, exist_ok=True)
+        for path, _content, mode, _label in self.files:
+            current = read_bytes(path)
+            if current is not None:
+                write_atomically(os.path.join(self.last_good, path.strip("/").replace("/", "%")), current, mode)
+
     def write(self) -> None:
         self._validate(self.files[0][1])
+        self._keep_as_fallback()
         self._ensure_dirs()
         group_id = grp.getgrnam(self.params["group"]).gr_gid
         for path, content, mode, _label in self.files:

@@ -111,7 +111,7 @@ def test_a_changed_key_recreates_the_container():
 def test_a_failed_verification_goes_back_to_the_verified_files():
     result, recorder = deploy({**PLANNED, "llamafleet.llamacpp.llama_server_compose": [
         WRITTEN, {"failed": True, "msg": "/props: n_ctx is 2048, the plan's is 4096"},
-        {"outcome": "restored", "project_files": ["main.yaml"], "engine_says": ["loaded", "oops"]}],
+        {"engine_says": ["loaded", "oops"]}, {"outcome": "restored", "project_files": ["main.yaml"]}],
         "community.docker.docker_compose_v2": [{"changed": True}, {"changed": True}]})
     assert result["failed"] is True
     assert "n_ctx is 2048" in result["msg"]
@@ -119,19 +119,25 @@ def test_a_failed_verification_goes_back_to_the_verified_files():
     assert "docker logs llama-server-main (last 2 lines):\nloaded\noops" in result["msg"]
     assert result["report"]["rolled_back"] is True
     assert recorder.of("community.docker.docker_compose_v2")[1]["recreate"] == "always"
+    # The log is read before the failed container is replaced.
+    assert [a["state"] for a in recorder.of("llamafleet.llamacpp.llama_server_compose")] == [
+        "written", "verified", "failed", "restored"]
 
 
 def test_a_new_instance_that_fails_is_taken_down_and_removed():
     result, recorder = deploy({**PLANNED, "llamafleet.llamacpp.llama_server_compose": [
-        {**WRITTEN, "new": True}, {"outcome": "removed", "project_files": [], "engine_says": []}],
+        {**WRITTEN, "new": True}, {"engine_says": []}, {"outcome": "removed", "project_files": []}],
         "community.docker.docker_compose_v2": [{"failed": True, "msg": "container unhealthy"}, {"changed": True}]})
     assert "docker compose up: container unhealthy — the new instance was removed" in result["msg"]
     assert recorder.of("community.docker.docker_compose_v2")[1]["state"] == "absent"
 
 
-def test_check_mode_previews_a_change_without_compose():
-    result, recorder = deploy({**PLANNED, "llamafleet.llamacpp.llama_server_compose": [WRITTEN]}, check_mode=True)
+def test_check_mode_previews_a_change_without_compose_and_shows_the_diff():
+    diff = {"before": "a", "after": "b", "before_header": "/etc/l/compose/main.yaml"}
+    result, recorder = deploy({**PLANNED, "llamafleet.llamacpp.llama_server_compose": [{**WRITTEN, "diff": diff}]},
+                              check_mode=True)
     assert (result["report"]["state"], result["report"]["would_restart"]) == ("previewed", True)
+    assert result["diff"] == diff
     assert recorder.of("community.docker.docker_compose_v2") == []
 
 

@@ -83,6 +83,18 @@ def test_a_new_instance_is_removed_and_a_stale_key_goes(tmp_path):
     assert not (tmp_path / "cred" / "main.key").exists()
 
 
+def test_a_file_deployed_before_verified_copies_is_the_fallback(tmp_path):
+    (tmp_path / "compose").mkdir()
+    (tmp_path / "compose" / "main.yaml").write_text("services: {old: {}}\n")
+    service = ComposeInstance(params(tmp_path), Docker())
+    assert service.is_new() is False
+    assert service.diff()["before"] == "services: {old: {}}\n"
+    service.write()
+    assert service.restore() == "restored"
+    assert (tmp_path / "compose" / "main.yaml").read_text() == "services: {old: {}}\n"
+    assert ComposeInstance(params(tmp_path / "fresh"), Docker()).is_new() is True
+
+
 def test_what_runs_is_read_from_the_container(tmp_path):
     service = ComposeInstance(params(tmp_path), Docker(cmd='["-m", "/m/other.gguf"]'))
     report, props = service.observe()
