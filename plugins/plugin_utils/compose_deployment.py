@@ -41,6 +41,15 @@ NO_COMMUNITY_DOCKER = (
 )
 
 
+def compose_failure(result: dict) -> str:
+    """docker_compose_v2's reason, with compose's own last words when the module only saw a return code."""
+    msg = str(result.get("msg") or "failed")
+    said = [line.strip() for line in str(result.get("stderr") or "").splitlines() if line.strip()]
+    if msg.startswith("Return code") and said:
+        return f"{said[-1]} ({msg})"
+    return msg
+
+
 class ComposeDeployment:
     def __init__(self, action, name, instance, preset, *, key, args, task_vars):
         self.action = action
@@ -140,7 +149,7 @@ class ComposeDeployment:
                               wait=True, wait_timeout=timeout)
         applied["restarted"] = bool(up.get("changed"))
         applied["changed"] = applied["changed"] or applied["restarted"]
-        why = "" if not up.get("failed") else f"docker compose up: {up.get('msg') or 'failed'}"
+        why = "" if not up.get("failed") else f"docker compose up: {compose_failure(up)}"
         if not why:
             verified = self._target(COMPOSE_MODULE, {**files, "state": "verified"})
             applied.update({k: verified.get(k) for k in ("health", "props", "runs_plan") if k in verified})

@@ -146,3 +146,11 @@ def test_without_community_docker_the_message_says_what_to_install():
     assert result["failed"] is True
     assert result["msg"] == compose_deployment.NO_COMMUNITY_DOCKER
     assert recorder.calls == []
+
+
+def test_a_bare_return_code_is_told_with_compose_own_words():
+    assert compose_deployment.compose_failure({"msg": "Return code 1 is non-zero",
+                                               "stderr": "x\ncontainer llama-server-main exited (1)\n"}) == (
+        "container llama-server-main exited (1) (Return code 1 is non-zero)")
+    assert compose_deployment.compose_failure({"msg": "Error when processing container x: unhealthy"}) == (
+        "Error when processing container x: unhealthy")
