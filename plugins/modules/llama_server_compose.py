@@ -104,6 +104,10 @@ options:
     description: The docker CLI.
     type: str
     default: docker
+  docker_env:
+    description: Environment of the docker CLI (e.g. C(DOCKER_CONFIG) for its compose plugin, C(DOCKER_HOST)).
+    type: dict
+    default: {}
   last_good_dir:
     description: Where the last verified files are kept.
     type: path
@@ -187,8 +191,6 @@ engine_says:
   elements: str
 """
 
-import os  # noqa: E402
-
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.compose_instance import (  # noqa: E402
@@ -219,6 +221,7 @@ def main() -> None:
             "health_url": {"type": "str", "required": True},
             "expect": {"type": "dict", "default": {}},
             "docker_cli": {"type": "str", "default": "docker"},
+            "docker_env": {"type": "dict", "default": {}},
             "last_good_dir": {"type": "path", "default": "/etc/llamafleet/last-good"},
             "state_file": {"type": "path", "default": ""},
             "state_content": {"type": "str", "default": ""},
@@ -227,7 +230,8 @@ def main() -> None:
         supports_check_mode=True,
     )
     params = module.params
-    service = ComposeInstance(params, lambda argv: module.run_command(list(argv)), os.environ)
+    docker_env = {str(k): str(v) for k, v in params["docker_env"].items()}
+    service = ComposeInstance(params, lambda argv: module.run_command(list(argv), environ_update=docker_env))
     result = {"changed": False, "new": service.is_new(), "project_files": service.project_files(),
               "changed_files": [], "key_changed": False}
     try:

@@ -71,9 +71,10 @@ class ComposeDeployment:
             base["docker_host"] = self.compose["docker_host"]
         task = self.action._task
         saved = task.environment
-        with contextlib.suppress(AttributeError):
-            task.environment = [*(saved or []), dict(self.compose["docker_env"])] if self.compose["docker_env"] \
-                else saved
+        if self.compose["docker_env"]:
+            given = saved if isinstance(saved, list) else ([saved] if saved else [])
+            with contextlib.suppress(AttributeError):
+                task.environment = [*given, dict(self.compose["docker_env"])]
         try:
             return self._target(COMPOSE_V2, {**base, **module_args})
         finally:
@@ -127,6 +128,8 @@ class ComposeDeployment:
             "slot_persist": bool(decisions.get("slot_persist")), "user": args["user"], "group": args["group"],
             "health_url": decisions["health_url"], "expect": dict(decisions.get("expect") or {}),
             "docker_cli": self.compose["docker_cli"], "last_good_dir": f"{args['config_dir']}/last-good",
+            "docker_env": {**self.compose["docker_env"],
+                           **({"DOCKER_HOST": self.compose["docker_host"]} if self.compose["docker_host"] else {})},
             "state_file": paths.state_file,
             # As the systemd path writes it (json indent 4), so switching runtime leaves it as it is.
             "state_content": json.dumps({"ram_avail_mib": int(facts.get("ram_avail_mib") or 0)}, indent=4) + "\n",
@@ -137,7 +140,7 @@ class ComposeDeployment:
     def _deploy(self, plan: dict, files: dict, timeout: int) -> dict:
         written = self._target(COMPOSE_MODULE, {**files, "state": "written"})
         if written.get("failed"):
-            message = f"instance {self.name}: {written.get('msg')} (nothing was changed)"
+            message = f"{written.get('msg')} (nothing was changed)"
             return self._outcome(plan, {"state": "failed", "error": message}, message)
         reasons = list(written.get("changed_files") or [])
         applied = {"changed": bool(reasons), "reasons": reasons, "would_restart": bool(reasons),

@@ -35,10 +35,9 @@ class ComposeApplyError(Exception):
 
 
 class ComposeInstance:
-    def __init__(self, params: Mapping, run: Runner, environ: Mapping[str, str] | None = None):
+    def __init__(self, params: Mapping, run: Runner):
         self.params = params
         self.run = run
-        self.environ = dict(environ or {})
         self.name = params["instance"]
         self.compose_file = os.path.join(params["compose_dir"], f"{self.name}.yaml")
         self.last_good = os.path.join(params["last_good_dir"], self.name)

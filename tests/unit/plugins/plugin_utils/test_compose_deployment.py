@@ -65,6 +65,10 @@ class Recorder:
         return [args for name, args, _python in self.calls if name == module]
 
 
+def written_env(recorder):
+    return recorder.of("llamafleet.llamacpp.llama_server_compose")[0]["docker_env"]
+
+
 def deploy(answers, check_mode=False, have_compose_v2=True):
     action = mock.MagicMock()
     action._task.check_mode = check_mode
@@ -93,6 +97,7 @@ def test_a_change_is_written_brought_up_with_compose_and_verified():
     assert (plan_args["engine_image"], plan_args["container"], plan_args["unit"]) == ("img:1", "llama-server-main", "")
     assert plan_args["api_key_file"] == "/run/secrets/llama-api-key"
     [up] = recorder.of("community.docker.docker_compose_v2")
+    assert written_env(recorder) == {"DOCKER_CONFIG": "/opt/d"}
     assert (up["files"], up["services"], up["recreate"], up["wait"]) == (["main.yaml", "side.yaml"], ["main"],
                                                                          "auto", True)
     written, verified = recorder.of("llamafleet.llamacpp.llama_server_compose")
