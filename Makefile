@@ -65,6 +65,8 @@ lint: $(STAMP) collections
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" ANSIBLE_COLLECTIONS_PATH="$(CURDIR)/.collections" \
 	  $(VENV)/bin/ansible-lint --profile production --offline
 	$(VENV)/bin/antsibull-changelog lint
+	@# The execution-environment metadata, as ansible-builder reads it.
+	$(VENV)/bin/ansible-builder introspect --sanitize .collections | grep -q 'from collection llamafleet.llamacpp'
 
 ## CHANGELOG.md from changelogs/fragments (antsibull-changelog), for the version in galaxy.yml.
 changelog: $(STAMP) collections
