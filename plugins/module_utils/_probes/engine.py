@@ -12,7 +12,6 @@ so a module run on an unchanged host executes the engine zero times: every
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -31,6 +30,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.engin
     is_engine_variable,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import SplitDev
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.files import write_cache_json
 
 # ---------------------------------------------------------------------------
 # Environment
@@ -353,30 +353,8 @@ def _read_cache(path: str, identity: Mapping) -> dict | None:
     return data
 
 
-def _write_json(path: str, data: Mapping) -> None:
-    """Atomic write (temporary file + rename), mode 0600; failures are ignored (the cache is an optimisation)."""
-    directory = os.path.dirname(path)
-    payload = json.dumps(data, sort_keys=True).encode()
-    tmp = ""
-    try:
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)  # created 0600
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-        tmp = ""
-    except OSError:
-        pass
-    finally:
-        if tmp:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-
-
 def _write_cache(path: str, identity: Mapping, help_text: str, version: str | None) -> None:
-    _write_json(path, {"format": CACHE_FORMAT, "identity": identity, "help": help_text, "version": version})
+    write_cache_json(path, {"format": CACHE_FORMAT, "identity": identity, "help": help_text, "version": version})
 
 
 @dataclass(frozen=True)
@@ -609,7 +587,7 @@ def run_preflight(
         return PreflightResult(passed=False, runs=1, engine_says=engine_refusal(out), system_config=state)
     if path and write:
         kept = [*[k for k in passes if k != key][-(PREFLIGHT_CACHE_KEEP - 1):], key]
-        _write_json(path, {"format": PREFLIGHT_CACHE_FORMAT, "identity": launcher.identity, "passed": kept})
+        write_cache_json(path, {"format": PREFLIGHT_CACHE_FORMAT, "identity": launcher.identity, "passed": kept})
     return PreflightResult(passed=True, runs=1, system_config=state)
 
 
@@ -646,5 +624,5 @@ def cached_devices(
     if rc != 0:
         return DeviceList(runs=1)
     if path and write:
-        _write_json(path, {"format": DEVICES_CACHE_FORMAT, "identity": launcher.identity, "text": text})
+        write_cache_json(path, {"format": DEVICES_CACHE_FORMAT, "identity": launcher.identity, "text": text})
     return DeviceList(devices=parse_list_devices(text), runs=1)

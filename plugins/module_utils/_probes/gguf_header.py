@@ -24,7 +24,6 @@ model is read once, not on every converge (bench/gguf_header.py measures both).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import importlib.util
@@ -34,10 +33,10 @@ import re
 import stat
 import struct
 import sys
-import tempfile
 from dataclasses import dataclass, field
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import GGUFInfo
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.files import write_cache_json
 
 
 def _gguf_constants():
@@ -564,23 +563,9 @@ def _from_disk(cache_dir: str, first: str, identity) -> GGUFInfo | None:
 
 
 def _to_disk(cache_dir: str, first: str, identity, info: GGUFInfo) -> None:
-    """Atomic write; a failure is ignored (the cache only saves time)."""
-    payload = json.dumps({"format": DISK_CACHE_FORMAT, "path": first, "identity": [list(i) for i in identity],
-                          "info": dataclasses.asdict(info)}, sort_keys=True).encode()
-    temporary = ""
-    try:
-        os.makedirs(cache_dir, mode=0o700, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(prefix=".tmp-", dir=cache_dir)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
-        os.replace(temporary, _disk_cache_path(cache_dir, first))
-        temporary = ""
-    except OSError:
-        pass
-    finally:
-        if temporary:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
+    write_cache_json(_disk_cache_path(cache_dir, first), {
+        "format": DISK_CACHE_FORMAT, "path": first, "identity": [list(i) for i in identity],
+        "info": dataclasses.asdict(info)})
 
 
 def read_gguf_info(path: str, cache_dir: str = "", write_cache: bool = False) -> GGUFInfo:
