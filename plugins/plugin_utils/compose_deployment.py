@@ -12,7 +12,6 @@ container, or removes a new instance, and quotes the container's log.
 from __future__ import annotations
 
 import contextlib
-import json
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._apply.report import early_entry, report_entry
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.compose_service import (
@@ -23,6 +22,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.compos
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.instance_request import (
     compose_plan_request,
     service_environment,
+    state_content,
     unit_settings,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_instance import (
@@ -131,8 +131,7 @@ class ComposeDeployment:
             "docker_env": {**self.compose["docker_env"],
                            **({"DOCKER_HOST": self.compose["docker_host"]} if self.compose["docker_host"] else {})},
             "state_file": paths.state_file,
-            # As the systemd path writes it (json indent 4), so switching runtime leaves it as it is.
-            "state_content": json.dumps({"ram_avail_mib": int(facts.get("ram_avail_mib") or 0)}, indent=4) + "\n",
+            "state_content": state_content(facts),
             "log_lines": self.compose["log_lines"],
         }
         return self._deploy(plan, files, timeout)

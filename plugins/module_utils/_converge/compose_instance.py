@@ -17,7 +17,12 @@ import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.files import read_bytes, write_atomically
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.files import (
+    keep_copies,
+    read_bytes,
+    read_copies,
+    write_atomically,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.expectations import props_problems
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.service import (
     http_get,
@@ -141,11 +146,8 @@ class ComposeInstance:
         becomes the copy a failure goes back to."""
         if self.last_good_files() or not os.path.exists(self.compose_file):
             return
-        os.makedirs(self.last_good, mode=0o700, exist_ok=True)
-        for path, _content, mode, _label in self.files:
-            current = read_bytes(path)
-            if current is not None:
-                write_atomically(os.path.join(self.last_good, path.strip("/").replace("/", "%")), current, mode)
+        keep_copies(self.last_good, [(path, current, mode) for path, _content, mode, _label in self.files
+                                     if (current := read_bytes(path)) is not None])
 
     def write(self) -> None:
         self._validate(self.files[0][1])
@@ -168,26 +170,13 @@ class ComposeInstance:
                 raise ComposeApplyError(f"emptying the slot directory failed: {(err or out).strip()}")
 
     def keep_last_good(self) -> None:
-        os.makedirs(self.last_good, mode=0o700, exist_ok=True)
-        wanted = set()
-        for path, content, mode, _label in self.files:
-            copy = os.path.join(self.last_good, path.strip("/").replace("/", "%"))
-            wanted.add(copy)
-            if read_bytes(copy) != content:
-                write_atomically(copy, content, mode)
-        for entry in os.listdir(self.last_good):
-            if os.path.join(self.last_good, entry) not in wanted:
-                os.unlink(os.path.join(self.last_good, entry))
+        keep_copies(self.last_good, [(path, content, mode) for path, content, mode, _label in self.files])
         state_file, state_content = self.params["state_file"], self.params["state_content"].encode()
         if state_file and read_bytes(state_file) != state_content:
             write_atomically(state_file, state_content, 0o644)
 
     def last_good_files(self) -> dict[str, bytes]:
-        if not os.path.isdir(self.last_good):
-            return {}
-        found = {"/" + entry.replace("%", "/"): read_bytes(os.path.join(self.last_good, entry))
-                 for entry in os.listdir(self.last_good)}
-        found = {path: content for path, content in found.items() if content is not None}
+        found = read_copies(self.last_good)
         return found if self.compose_file in found else {}
 
     def restore(self) -> str:

@@ -38,3 +38,33 @@ def write_atomically(path: str, content: bytes, mode: int, dir_mode: int = 0o755
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
+
+
+def _copy_path(directory: str, path: str) -> str:
+    return os.path.join(directory, path.strip("/").replace("/", "%"))
+
+
+def keep_copies(directory: str, files) -> None:
+    """Make ``directory`` hold exactly these files' contents (``(path, content, mode)``), one copy per path:
+    the last verified deployment of an instance, which a failed change goes back to."""
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    os.chmod(os.path.dirname(directory), 0o700)
+    wanted = set()
+    for path, content, mode in files:
+        copy = _copy_path(directory, path)
+        wanted.add(copy)
+        if read_bytes(copy) != content:
+            write_atomically(copy, content, mode)
+    for entry in os.listdir(directory):
+        full = os.path.join(directory, entry)
+        if full not in wanted:
+            os.unlink(full)
+
+
+def read_copies(directory: str) -> dict[str, bytes]:
+    """{original path: content} of the copies keep_copies left; {} when there are none."""
+    if not os.path.isdir(directory):
+        return {}
+    found = {"/" + entry.replace("%", "/"): read_bytes(os.path.join(directory, entry))
+             for entry in os.listdir(directory)}
+    return {path: content for path, content in found.items() if content is not None}

@@ -24,7 +24,12 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._apply.running
     first_difference,
     restart_reasons,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.files import read_bytes, write_atomically
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.files import (
+    keep_copies,
+    read_bytes,
+    read_copies,
+    write_atomically,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.expectations import props_problems
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.service import http_get as probe_http_get
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.service import (
@@ -196,28 +201,11 @@ class Instance:
 
     def keep_last_good(self) -> None:
         """Copy what now runs healthy, so a later failure (even after an interrupted run) can go back to it."""
-        os.makedirs(self.last_good, mode=0o700, exist_ok=True)
-        os.chmod(os.path.dirname(self.last_good), 0o700)
-        wanted = set()
-        for path, content, mode, _label in self.files:
-            copy = os.path.join(self.last_good, path.strip("/").replace("/", "%"))
-            wanted.add(copy)
-            if read_bytes(copy) != content:
-                write_atomically(copy, content, mode)
-        for entry in os.listdir(self.last_good):
-            full = os.path.join(self.last_good, entry)
-            if full not in wanted:
-                os.unlink(full)
+        keep_copies(self.last_good, [(path, content, mode) for path, content, mode, _label in self.files])
 
     def last_good_files(self) -> dict[str, bytes]:
         """{original path: content} of the last verified deployment; {} when there is none."""
-        if not os.path.isdir(self.last_good):
-            return {}
-        found = {}
-        for entry in os.listdir(self.last_good):
-            content = read_bytes(os.path.join(self.last_good, entry))
-            if content is not None:
-                found["/" + entry.replace("%", "/")] = content
+        found = read_copies(self.last_good)
         return found if self.unit_path in found else {}
 
     def on_disk(self) -> dict[str, bytes]:

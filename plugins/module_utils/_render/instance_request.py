@@ -95,9 +95,14 @@ def apply_request(name: str, plan: Mapping, rendered: RenderedInstance, paths: I
         "journal_lines": settings["journal_lines"],
         "state_file": paths.state_file,
         "last_good_dir": f"{settings['config_dir']}/last-good",
-        # As the role wrote it before (to_nice_json), so an upgrade leaves the file as it is.
-        "state_content": json.dumps({"ram_avail_mib": int(facts.get("ram_avail_mib") or 0)}, indent=4) + "\n",
+        "state_content": state_content(facts),
     }
+
+
+def state_content(facts: Mapping) -> str:
+    """The planning state file of a verified instance: the free RAM its plan used. As the role wrote it before
+    (to_nice_json), so an upgrade leaves the file as it is."""
+    return json.dumps({"ram_avail_mib": int(facts.get("ram_avail_mib") or 0)}, indent=4) + "\n"
 
 
 # What the report keeps of a plan (the rest stays on the host).
