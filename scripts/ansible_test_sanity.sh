@@ -23,5 +23,7 @@ bootstrap="$HOME/.ansible/test/cache/get_pip_${pip_version//./_}.py"
 mkdir -p "$(dirname "$bootstrap")"
 cp "$root/scripts/ansible_test_get_pip.py" "$bootstrap"
 cd "$dest"
-# --venv: ansible-test builds its own virtual environments with the linters it pins.
-PATH="$venv/bin:$PATH" "$venv/bin/ansible-test" sanity --venv --python 3.11 --color no "$@"
+# --venv: ansible-test builds its own virtual environments with the linters it pins, for the venv's own
+# Python (3.11 for the dev venv and ansible-core 2.16, 3.12 for the newest ansible-core).
+python_version=$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+PATH="$venv/bin:$PATH" "$venv/bin/ansible-test" sanity --venv --python "$python_version" --color no "$@"

@@ -62,8 +62,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def run_playbook(tmp_path: Path, tasks: str, extra_vars: dict | None = None, verbosity: int = 0):
-    """Run tasks on localhost through ansible-playbook; returns (completed process, registered results)."""
+def run_playbook(tmp_path: Path, tasks: str, extra_vars: dict | None = None, verbosity: int = 0,
+                 python: str | None = None):
+    """Run tasks on localhost through ansible-playbook; returns (completed process, registered results).
+
+    python: the target interpreter the modules run under (default: the controller's own).
+    """
     out_file = tmp_path / "result.json"
     playbook = tmp_path / "play.yml"
     playbook.write_text(
@@ -90,7 +94,7 @@ def run_playbook(tmp_path: Path, tasks: str, extra_vars: dict | None = None, ver
         )
     )
     inventory = tmp_path / "inventory.ini"
-    inventory.write_text(f"localhost ansible_connection=local ansible_python_interpreter={sys.executable}\n")
+    inventory.write_text(f"localhost ansible_connection=local ansible_python_interpreter={python or sys.executable}\n")
     env = dict(os.environ)
     env.update(
         ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS),
