@@ -29,10 +29,10 @@ PACKAGES = ["gguf==0.19.0", "nvidia-ml-py==13.615.71"]
 COLLECTIONS = ROOT / ".collections"
 
 READER = (
-    "import sys; sys.path.insert(0, %r);"
+    f"import sys; sys.path.insert(0, {str(COLLECTIONS)!r});"
     " from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes import gguf_header;"
     " assert gguf_header.GGUF_IMPORT_ERROR is None, gguf_header.GGUF_IMPORT_ERROR;"
-    " import pynvml; assert 'numpy' not in sys.modules" % str(COLLECTIONS)
+    " import pynvml; assert 'numpy' not in sys.modules"
 )
 FULL = "import gguf, pynvml, sys; assert 'numpy' in sys.modules"
 
@@ -85,7 +85,8 @@ def main() -> int:
                              capture_output=True, text=True).stdout.strip()
     print(f"target Python {version}; medians of {args.runs} fresh interpreters")
     print("install (fresh venv)         seconds   MiB on disk   distributions")
-    print(f"  with dependencies (index)  {full_install[0]:7.2f}   {full_install[1] / 2**20:11.1f}   {full_install[2]:13d}")
+    print(f"  with dependencies (index)  {full_install[0]:7.2f}   {full_install[1] / 2**20:11.1f}   "
+          f"{full_install[2]:13d}")
     print(f"  --no-deps (wheel dir)      {trimmed_install[0]:7.2f}   {trimmed_install[1] / 2**20:11.1f}   "
           f"{trimmed_install[2]:13d}")
     print(f"  ratio with/without         {full_install[0] / trimmed_install[0]:7.2f}   "

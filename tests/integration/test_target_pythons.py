@@ -9,10 +9,7 @@ interpreter missing from this machine is a failure, not a skip.
 
 from __future__ import annotations
 
-import glob
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -24,15 +21,11 @@ TARGET_PYTHONS = ("3.10", "3.11", "3.12", "3.13")
 
 
 def find_python(version: str) -> str:
-    """The interpreter of that version: pyenv's build first (its shims on PATH may not run), then PATH's."""
-    pyenv_root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
-    candidates = sorted(glob.glob(f"{pyenv_root}/versions/{version}.*/bin/python{version}"))
-    candidates += [found for found in [shutil.which(f"python{version}")] if found]
-    for candidate in candidates:
-        if subprocess.run([candidate, "-c", "pass"], capture_output=True, check=False).returncode == 0:
-            return candidate
-    pytest.fail(f"no working python{version} on PATH or under {pyenv_root}/versions: the target Python checks "
-                "need every supported CPython", pytrace=False)
+    found = subprocess.run([str(REPO / "scripts" / "find_python.sh"), version], capture_output=True, text=True,
+                           check=False)
+    if found.returncode != 0:
+        pytest.fail(f"{found.stderr.strip()}: the target Python checks need every supported CPython", pytrace=False)
+    return found.stdout.strip()
 
 
 @pytest.fixture(scope="module")
