@@ -64,7 +64,8 @@ options:
     type: bool
     default: false
   nvidia:
-    description: Give the unit the NVIDIA device rules; C(auto) when the plan saw NVIDIA GPUs.
+    description: Give the unit the NVIDIA device rules (the compose service its GPU reservation); C(auto) when the
+      plan saw NVIDIA GPUs.
     type: str
     default: auto
   protect_home:

@@ -7,7 +7,9 @@ here: host networking (the planned --host/--port hold as they are), the
 model directories read-only at the same paths (the planned paths hold inside),
 the slot directory, the key as a secret file, a non-root user, a read-only
 root file system, no capabilities, SIGINT to stop (llama-server's graceful
-exit), and a health check on the real port.
+exit), a health check on the real port, and, where the unit would get the
+NVIDIA device rules, a reservation of the GPUs the plan chose (the systemd
+unit's DeviceAllow=char-nvidia*, the Compose way).
 """
 
 from __future__ import annotations
@@ -77,7 +79,8 @@ def gpu_reservation(gpus: bool, selection: str) -> list[dict]:
 
     Compose refuses ``count`` and ``device_ids`` together; an instance either names its GPUs
     (CUDA_VISIBLE_DEVICES) or takes every GPU of the host. A selection that hides every GPU
-    (``-1``, as CUDA reads it) reserves none.
+    (``-1``, as CUDA reads it) reserves none. Indices and UUIDs are not mixed: the container's
+    numbering of the indexed cards would then depend on where the UUID-named ones sit on the bus.
     """
     if not gpus:
         return []
@@ -87,12 +90,39 @@ def gpu_reservation(gpus: bool, selection: str) -> list[dict]:
     if not ids:
         return [{"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}]
     bad = [part for part in ids if not _GPU_ID.match(part)]
-    if bad or len(set(ids)) != len(ids):
+    # "1" and "01" are the same card.
+    distinct = {int(part) if part.isdigit() else part for part in ids}
+    indexed = sum(part.isdigit() for part in ids)
+    if bad or len(distinct) != len(ids) or 0 < indexed < len(ids):
         raise ComposeError(
             f"CUDA_VISIBLE_DEVICES={selection!r} cannot be reserved for a container: give distinct GPU indices or "
-            "UUIDs separated by commas (0,1 or GPU-<uuid>)"
+            "distinct UUIDs (not both) separated by commas (0,1 or GPU-<uuid>)"
         )
     return [{"driver": "nvidia", "device_ids": ids, "capabilities": ["gpu"]}]
+
+
+def container_gpu_env(reservation: Sequence[Mapping]) -> dict[str, str | None]:
+    """The GPU variables the container gets instead of the host's, for a reservation; None = not set.
+
+    The host's CUDA_VISIBLE_DEVICES says which cards the plan chose and in which order (which card is
+    CUDA0, which gets the first --tensor-split share). Inside the container only the reserved cards exist:
+
+    - nothing reserved, or ``count: all``: every card is there as on the host; nothing changes.
+    - UUIDs: a UUID names the same card inside, so the selection is kept as it is (and with it its order).
+    - indices (nvidia-smi's, i.e. PCI bus order): the toolkit exposes the reserved cards renumbered from 0
+      in bus order (with CUDA_DEVICE_ORDER=PCI_BUS_ID, set here, as the plan does for a selection). Host
+      numbers would name the wrong cards or none, so each becomes its rank among the reserved ones; an
+      ascending selection is then 0..n-1, CUDA's own order, and needs no variable.
+    """
+    ids = [str(i) for device in reservation for i in device.get("device_ids", ())]
+    if not ids:
+        return {}
+    if not ids[0].isdigit():
+        return {"CUDA_VISIBLE_DEVICES": ",".join(ids)}
+    on_bus = sorted(ids, key=int)
+    ranks = [on_bus.index(i) for i in ids]
+    renumbered = None if ranks == sorted(ranks) else ",".join(str(r) for r in ranks)
+    return {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": renumbered}
 
 
 def health_url(decisions: Mapping) -> str:
@@ -129,15 +159,18 @@ def _check(spec: ServiceSpec) -> None:
 
 
 def service_environment(spec: ServiceSpec, plan_env: Mapping[str, str], reservation: list[dict]) -> dict[str, str]:
-    """The user's variables, then the plan's; without the GPU selection when named devices are reserved.
+    """The user's variables, then the plan's, then the GPU selection as the container numbers it.
 
-    With ``device_ids`` the container sees only those GPUs, numbered from 0, so the host's
-    CUDA_VISIBLE_DEVICES would point at the wrong ones (or at none).
+    See container_gpu_env: with ``device_ids`` the host's CUDA_VISIBLE_DEVICES would name the wrong
+    cards inside the container (or none).
     """
     env = {str(k): str(v) for k, v in spec.environment.items()}
     env.update({str(k): str(v) for k, v in plan_env.items()})
-    if any("device_ids" in device for device in reservation):
-        env.pop("CUDA_VISIBLE_DEVICES", None)
+    for name, value in container_gpu_env(reservation).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
     return env
 
 

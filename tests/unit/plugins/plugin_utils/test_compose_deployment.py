@@ -5,6 +5,7 @@ runs both against a real Docker engine)."""
 import json
 from unittest import mock
 
+import pytest
 import yaml
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.compose_service import ServiceSpec
@@ -69,15 +70,15 @@ def written_env(recorder):
     return recorder.of("llamafleet.llamacpp.llama_server_compose")[0]["docker_env"]
 
 
-def deploy(answers, check_mode=False, have_compose_v2=True):
+def deploy(answers, check_mode=False, have_compose_v2=True, args=None):
     action = mock.MagicMock()
     action._task.check_mode = check_mode
     action._task.environment = None
     recorder = Recorder(answers)
     action._module.side_effect = recorder
     action._not_deployable.return_value = None
-    deployment = ComposeDeployment(action, "main", {"name": "main"}, {"MODEL": "x.gguf"}, key=KEY, args=ARGS,
-                                   task_vars={})
+    deployment = ComposeDeployment(action, "main", {"name": "main"}, {"MODEL": "x.gguf"}, key=KEY,
+                                   args=args or ARGS, task_vars={})
     deployment._have_compose_v2 = lambda: have_compose_v2
     return deployment.run(), recorder
 
@@ -159,3 +160,35 @@ def test_a_bare_return_code_is_told_with_compose_own_words():
         "container llama-server-main exited (1) (Return code 1 is non-zero)")
     assert compose_deployment.compose_failure({"msg": "Error when processing container x: unhealthy"}) == (
         "Error when processing container x: unhealthy")
+
+
+GPU = {"index": 0, "uuid": "GPU-5e5c0a6c-1a2b-3c4d-5e6f-0123456789ab", "name": "H100", "memory_total_mib": 81559}
+
+
+# llama_server_nvidia decides the reservation as it decides the unit's device rules; the plan's selection
+# (its env) decides which cards.
+@pytest.mark.parametrize(
+    ("nvidia", "gpus", "plan_env", "devices", "container_cvd"),
+    [
+        ("auto", [], {}, None, None),  # a CPU-only host: no deploy section, as before
+        ("auto", [GPU], {}, [{"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}], None),
+        ("auto", [GPU, {**GPU, "index": 1}], {"CUDA_VISIBLE_DEVICES": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+         [{"driver": "nvidia", "device_ids": ["1"], "capabilities": ["gpu"]}], None),
+        ("auto", [GPU, {**GPU, "index": 1}], {"CUDA_VISIBLE_DEVICES": "1,0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+         [{"driver": "nvidia", "device_ids": ["1", "0"], "capabilities": ["gpu"]}], "1,0"),
+        ("no", [GPU], {}, None, None),
+        ("false", [GPU], {"CUDA_VISIBLE_DEVICES": "0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, None, "0"),
+        ("yes", [], {}, [{"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}], None),
+    ],
+)
+def test_gpus_are_reserved_as_the_unit_would_get_them(nvidia, gpus, plan_env, devices, container_cvd):
+    plan = {**PLAN, "env": plan_env, "facts": {**PLAN["facts"], "gpus": gpus}}
+    _result, recorder = deploy({"llamafleet.llamacpp.llama_server_plan": [plan],
+                                "llamafleet.llamacpp.llama_server_compose": [WRITTEN, VERIFIED],
+                                "community.docker.docker_compose_v2": [{"changed": True}]},
+                               args={**ARGS, "nvidia": nvidia})
+    service = yaml.safe_load(recorder.of("llamafleet.llamacpp.llama_server_compose")[0]["compose_content"])
+    service = service["services"]["main"]
+    reserved = service.get("deploy", {}).get("resources", {}).get("reservations", {}).get("devices")
+    assert reserved == devices
+    assert service["environment"].get("CUDA_VISIBLE_DEVICES") == container_cvd

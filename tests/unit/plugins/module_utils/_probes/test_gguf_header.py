@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import tracemalloc
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -72,16 +72,22 @@ class Hang(BaseException):
 
 
 @pytest.fixture
-def deadline() -> Iterator[None]:
-    """Fail instead of hanging (20 s: generous for slow CI, still far from a hang)."""
+def deadline() -> Iterator[Callable[[], None]]:
+    """Fail instead of hanging (20 s per read: generous for a loaded CI machine, still far from a hang).
+
+    Yields a function that starts the 20 s again, for tests that read many files in a row.
+    """
 
     def on_alarm(signum, frame):
         raise Hang("read_gguf_info did not finish in 20 s")
 
+    def rearm() -> None:
+        signal.setitimer(signal.ITIMER_REAL, 20.0)
+
     previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, 20.0)
+    rearm()
     try:
-        yield
+        yield rearm
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -356,6 +362,7 @@ def test_truncation_at_every_byte_of_a_written_file(tmp_path, deadline):
     data, end = write_truncation_model(tmp_path / "m.gguf")  # end: absolute offset of the last tensor's data
     cut_path = tmp_path / "cut.gguf"
     for cut in range(end + 1):
+        deadline()
         cut_path.write_bytes(data[:cut])
         clear_cache()
         with pytest.raises(GGUFError):

@@ -10,6 +10,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.compos
     ComposeError,
     ServiceSpec,
     compose_fragment,
+    container_gpu_env,
     escape,
     gpu_reservation,
     health_url,
@@ -65,18 +66,78 @@ def test_count_and_device_ids_are_mutually_exclusive(selection):
         assert device["capabilities"] == ["gpu"]
 
 
-@pytest.mark.parametrize("selection", ["0,0", "a", "0;1", "1,,2", "0,1 2", "GPU-", "$(id)", "1234", "0,all"])
+@pytest.mark.parametrize(
+    "selection",
+    ["0,0", "1,01", "a", "0;1", "1,,2", "0,1 2", "GPU-", "$(id)", "1234", "0,all",
+     "0,GPU-5e5c0a6c-1a2b-3c4d-5e6f-0123456789ab"],  # the last: indices and UUIDs mixed
+)
 def test_gpu_reservation_refuses_what_docker_cannot_reserve(selection):
     with pytest.raises(ComposeError, match="CUDA_VISIBLE_DEVICES"):
         gpu_reservation(True, selection)
 
 
-def test_named_gpus_drop_the_hosts_numbering_inside_the_container():
-    reservation = gpu_reservation(True, "2,3")
-    plan_env = {"CUDA_VISIBLE_DEVICES": "2,3", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
-    env = service_environment(SPEC, plan_env, reservation)
-    assert "CUDA_VISIBLE_DEVICES" not in env
-    assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+UUID_A = "GPU-5e5c0a6c-1a2b-3c4d-5e6f-0123456789ab"
+UUID_B = "GPU-0badc0de-1a2b-3c4d-5e6f-0123456789ab"
+
+
+# The host's CUDA_VISIBLE_DEVICES against what the container must be given: inside, only the reserved cards
+# exist, renumbered from 0 in bus order; None = the variable is not set.
+@pytest.mark.parametrize(
+    ("gpus", "selection", "expected"),
+    [
+        (False, "2,3", {}),  # no reservation: the environment is the plan's
+        (True, "", {}),  # count: all, every card as on the host
+        (True, "-1", {}),  # no card reserved; -1 still hides them all
+        (True, "0", {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": None}),
+        (True, "3", {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": None}),  # host 3 is CUDA0 inside
+        (True, "2,3", {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": None}),
+        (True, "1,3,7", {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": None}),
+        # Not ascending: the plan made host card 3 CUDA0; inside it is the second card on the bus.
+        (True, "3,2", {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "1,0"}),
+        (True, "5,1,3", {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "2,0,1"}),
+        (True, "10,9", {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "1,0"}),  # numbers, not text
+        # A UUID names the same card inside the container: kept, order and all.
+        (True, UUID_A, {"CUDA_VISIBLE_DEVICES": UUID_A}),
+        (True, f"{UUID_B},{UUID_A}", {"CUDA_VISIBLE_DEVICES": f"{UUID_B},{UUID_A}"}),
+    ],
+)
+def test_container_gpu_env(gpus, selection, expected):
+    assert container_gpu_env(gpu_reservation(gpus, selection)) == expected
+
+
+PCI = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+
+
+@pytest.mark.parametrize(
+    ("user_env", "plan_env", "container_env"),
+    [
+        # The preset's selection: the plan sets PCI_BUS_ID with it.
+        ({}, {"CUDA_VISIBLE_DEVICES": "2,3", **PCI}, PCI),
+        ({}, {"CUDA_VISIBLE_DEVICES": "3,2", **PCI}, {**PCI, "CUDA_VISIBLE_DEVICES": "1,0"}),
+        ({}, {"CUDA_VISIBLE_DEVICES": UUID_A, **PCI}, {**PCI, "CUDA_VISIBLE_DEVICES": UUID_A}),
+        # The service environment's selection: device_ids are nvidia-smi indices (bus order), so the
+        # container counts in bus order whatever order the user asked CUDA for.
+        ({"CUDA_VISIBLE_DEVICES": "1,0", "CUDA_DEVICE_ORDER": "FASTEST_FIRST"}, {},
+         {**PCI, "CUDA_VISIBLE_DEVICES": "1,0"}),
+        ({"CUDA_VISIBLE_DEVICES": "6", "TZ": "UTC"}, {}, {**PCI, "TZ": "UTC"}),
+        # UUIDs do not depend on any order: the user's CUDA_DEVICE_ORDER stays.
+        ({"CUDA_VISIBLE_DEVICES": UUID_A, "CUDA_DEVICE_ORDER": "FASTEST_FIRST"}, {},
+         {"CUDA_VISIBLE_DEVICES": UUID_A, "CUDA_DEVICE_ORDER": "FASTEST_FIRST"}),
+    ],
+)
+def test_the_container_gets_its_own_numbering(user_env, plan_env, container_env):
+    selection = {**user_env, **plan_env}["CUDA_VISIBLE_DEVICES"]
+    spec = dataclasses.replace(SPEC, environment=user_env)
+    assert service_environment(spec, plan_env, gpu_reservation(True, selection)) == container_env
+
+
+def test_a_selection_from_the_users_environment_is_renumbered_too():
+    # Without the preset key the selection is the service environment's, without PCI_BUS_ID from the plan.
+    spec = dataclasses.replace(SPEC, environment={"CUDA_VISIBLE_DEVICES": "4,2"}, gpus=True, gpu_selection="4,2")
+    service = compose_fragment(ARGV, {}, DECISIONS, spec)["services"]["chat"]
+    assert service["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"] == ["4", "2"]
+    assert service["environment"]["CUDA_VISIBLE_DEVICES"] == "1,0"
+    assert service["environment"]["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
 
 
 def test_count_keeps_the_selection_variables():
@@ -183,13 +244,21 @@ def test_healthcheck_on_the_real_port_with_the_start_period():
 
 
 @pytest.mark.parametrize(
-    ("gpus", "selection", "key"),
-    [(True, "", "count"), (True, "0,1", "device_ids"), (False, "0", None)],
+    ("gpus", "selection", "key", "container_cvd"),
+    [
+        (True, "", "count", None),
+        (True, "0,1", "device_ids", None),
+        (True, "1,0", "device_ids", "1,0"),
+        (True, UUID_A, "device_ids", UUID_A),
+        (True, "-1", None, "-1"),  # the plan hides every card: nothing to reserve
+        (False, "0", None, "0"),  # llama_server_nvidia off (or a CPU-only host): the plan's env as it is
+    ],
 )
-def test_service_gpu_reservation(gpus, selection, key):
+def test_service_gpu_reservation(gpus, selection, key, container_cvd):
     spec = dataclasses.replace(SPEC, gpus=gpus, gpu_selection=selection)
     service = compose_fragment(ARGV, {"CUDA_VISIBLE_DEVICES": selection} if selection else {}, DECISIONS, spec)
     service = service["services"]["chat"]
+    assert service.get("environment", {}).get("CUDA_VISIBLE_DEVICES") == container_cvd
     if key is None:
         assert "deploy" not in service
         return
@@ -197,7 +266,12 @@ def test_service_gpu_reservation(gpus, selection, key):
     assert len(devices) == 1
     assert key in devices[0]
     assert ({"count", "device_ids"} - {key}).isdisjoint(devices[0])
-    assert ("CUDA_VISIBLE_DEVICES" in service.get("environment", {})) == (key == "count" and bool(selection))
+    assert (devices[0]["driver"], devices[0]["capabilities"]) == ("nvidia", ["gpu"])
+
+
+def test_a_cpu_only_service_has_no_deploy_section():
+    # What every compose file had before GPUs were reserved: an unchanged file keeps its container.
+    assert "deploy" not in compose_fragment(ARGV, {}, DECISIONS, SPEC)["services"]["chat"]
 
 
 def test_key_is_a_secret_file_never_a_value():
