@@ -162,3 +162,25 @@ def test_only_the_public_facades_are_at_the_top():
     assert top == FACADES
     packages = {p.name for p in MODULE_DIR.iterdir() if p.is_dir() and p.name != "__pycache__"}
     assert packages == set(PURE_PACKAGES + IO_PACKAGES)
+
+
+def _imported_modules(source: pathlib.Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_module_utils_import_nothing_from_ansible_core():
+    # The ansible-core matrix (make matrix-oldest/-newest) runs every unit test but these module_utils ones:
+    # code that imports nothing of ansible-core behaves the same under each release.
+    found = {
+        path.relative_to(MODULE_DIR).as_posix(): sorted(name for name in _imported_modules(path)
+                                                       if name == "ansible" or name.startswith("ansible."))
+        for path in MODULE_DIR.rglob("*.py")
+    }
+    assert {path: names for path, names in found.items() if names} == {}
+    assert len(found) > 40  # the walk saw the package
