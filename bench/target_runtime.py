@@ -54,7 +54,7 @@ def make_venv(python: str, dest: Path, pip_args: list[str]) -> tuple[float, int,
 
 def time_import(python: Path, code: str, runs: int) -> float:
     samples = []
-    for _ in range(runs):
+    for _run in range(runs):
         started = time.perf_counter()
         subprocess.run([str(python), "-c", code], check=True)
         samples.append(time.perf_counter() - started)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Pack the locally built CPU llama-server into a release-like archive, so the
+# Pack a locally built llama-server (CPU or CUDA) into a release-like archive, so the
 # role installs it the way it installs a real release (get_url with checksum +
 # unarchive), here from a file:// URL.
 #
@@ -8,7 +8,7 @@
 #                   or reuse the current generation)
 # Prints: <archive path> sha256:<hex>
 #
-# The archive is llama-server-<version>-linux-<arch>-cpu.tar.gz with one top
+# The archive is llama-server-<version>-linux-<arch>-<cpu|cuda>.tar.gz with one top
 # directory llama-server-<version>/ holding bin/llama-server and its .so files
 # (the binary's RUNPATH is $ORIGIN). <version> is b<build>, as llama.cpp tags its
 # releases. The archive is byte-reproducible (sorted names, fixed owner and
@@ -32,7 +32,11 @@ version="b$build"
 name="llama-server-$version"
 # Keyed by the engine build dir (its name carries the CPU key of a -march=native build).
 out_dir="$cache/archives/$(basename "$(dirname "$bin_dir")")"
-archive="$out_dir/$name-linux-$(uname -m)-cpu.tar.gz"
+# The flavour names what the engine needs on a host: a CUDA build (scripts/build_engine.sh cuda) carries
+# libggml-cuda and needs the NVIDIA driver and CUDA runtime there; a CPU build needs neither.
+flavour=cpu
+if compgen -G "$bin_dir/libggml-cuda.so*" >/dev/null; then flavour=cuda; fi
+archive="$out_dir/$name-linux-$(uname -m)-$flavour.tar.gz"
 
 if ! [ -f "$archive" ] || [ "$engine" -nt "$archive" ]; then
   mkdir -p "$out_dir"

@@ -58,7 +58,7 @@ def shipped_plugins(tarball: Path) -> list[tuple[str, str]]:
 
 
 def test_the_tarball_carries_no_local_files(installed):
-    tarball, _, _ = installed
+    tarball = installed[0]
     with tarfile.open(tarball) as archive:
         names = archive.getnames()
     local_tops = {".venv", ".collections", ".cache", ".hypothesis", ".pytest_cache", ".ruff_cache", ".ci", "dist"}
@@ -72,9 +72,9 @@ def test_the_tarball_carries_no_local_files(installed):
 
 
 def test_every_plugin_has_working_docs(installed):
-    tarball, _, env = installed
+    tarball, env = installed[0], installed[2]
     plugins = shipped_plugins(tarball)
-    assert {kind for kind, _ in plugins} == set(DOC_TYPES.values()), plugins
+    assert {kind for kind, _name in plugins} == set(DOC_TYPES.values()), plugins
     for kind in DOC_TYPES.values():
         listed = subprocess.run([str(BIN / "ansible-doc"), "-t", kind, "-l", "--json", "llamafleet.llamacpp"],
                                 capture_output=True, text=True, env=env, check=True)
@@ -89,7 +89,7 @@ def test_every_plugin_has_working_docs(installed):
 
 
 def test_the_role_has_docs(installed):
-    _, _, env = installed
+    env = installed[2]
     shown = subprocess.run([str(BIN / "ansible-doc"), "-t", "role", "--json", "llamafleet.llamacpp.llama_server"],
                            capture_output=True, text=True, env=env, check=False)
     assert shown.returncode == 0, shown.stdout + shown.stderr
@@ -98,7 +98,7 @@ def test_the_role_has_docs(installed):
 
 
 def test_the_deploy_playbook_runs_by_fqcn_without_community_docker(installed, tmp_path):
-    _, collections, env = installed
+    collections, env = installed[1], installed[2]
     assert not (collections / "ansible_collections" / "community").exists()
     proc = subprocess.run([str(BIN / "ansible-playbook"), "--syntax-check", "-i", "localhost,",
                            "llamafleet.llamacpp.deploy_llm"], capture_output=True, text=True, env=env,

@@ -104,7 +104,9 @@ def run_command(
     ``timeout`` gives (None, what it printed so far).
     """
     try:
-        proc = subprocess.Popen(
+        # Not AnsibleModule.run_command: it has no timeout, and a wedged engine must be killed with its whole
+        # process group (a hung --help would otherwise hang the module until the task's connection gives up).
+        proc = subprocess.Popen(  # pylint: disable=ansible-bad-function
             [*prefix, *args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

@@ -129,7 +129,8 @@ def parse_smi(text: str) -> list[Gpu] | None:
 
 def run_smi(argv: Sequence[str], timeout: float) -> tuple[int, str]:
     """Run nvidia-smi with a fixed environment; stdout only (stderr would break the CSV)."""
-    completed = subprocess.run(
+    # Not AnsibleModule.run_command: it has no timeout, and nvidia-smi can block for minutes on a wedged driver.
+    completed = subprocess.run(  # pylint: disable=ansible-bad-function
         list(argv),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,

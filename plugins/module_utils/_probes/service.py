@@ -8,7 +8,6 @@ from __future__ import annotations
 import http.client
 import json
 import socket
-import subprocess
 import time
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
@@ -23,18 +22,13 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._apply.running
     unit_state,
 )
 
-# (argv) -> (rc, stdout, stderr): AnsibleModule.run_command, or subprocess in tests.
+# (argv) -> (rc, stdout, stderr): AnsibleModule.run_command, or a stand-in in tests.
 Runner = Callable[[Sequence[str]], tuple[int, str, str]]
 # Status of an HTTP reading when nothing answered (connection refused, no socket file, reset).
 NO_LISTENER = -1
 # Status when something accepted the connection but did not answer in time.
 NO_ANSWER = 0
 PROPS_MAX_BYTES = 1 << 20
-
-
-def subprocess_runner(argv: Sequence[str]) -> tuple[int, str, str]:
-    done = subprocess.run(list(argv), capture_output=True, text=True, check=False, timeout=60)
-    return done.returncode, done.stdout, done.stderr
 
 
 def _read_bytes(path: str) -> bytes | None:

@@ -3,7 +3,6 @@ systemctl and /proc through a recorded runner and a directory laid out like /pro
 
 import http.server
 import json
-import os
 import socketserver
 import threading
 
@@ -166,8 +165,3 @@ def test_journal_tail():
     assert lines == ["b", "c"]
     assert calls[0] == ["journalctl", "--no-pager", "--output=cat", "-u", "u.service", "-n", "2", "--since", "@100"]
     assert service.journal_tail(_runner([], rc=1), "u", 5) == []
-
-
-def test_subprocess_runner():
-    assert service.subprocess_runner(["sh", "-c", "echo out; echo err >&2; exit 3"]) == (3, "out\n", "err\n")
-    assert os.path.exists("/proc/self/cmdline")
