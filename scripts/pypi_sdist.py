@@ -14,10 +14,61 @@ import html.parser
 import os
 import re
 import sys
+import time
 import urllib.parse
 import urllib.request
 
 INDEX = os.environ.get("LLAMAFLEET_PYPI_SIMPLE", "https://pypi.org/simple").rstrip("/")
+
+
+class Progress:
+    """One download's progress on stderr.
+
+    On a terminal, one line redrawn in place; elsewhere (a log file, CI) a line at each quarter, so a log holds a
+    few lines per file whatever its size. scripts/fetch_model.sh counts pip's downloads with it too.
+    """
+
+    def __init__(self, label: str, total: int, stream=None) -> None:
+        self.label = label
+        self.total = total
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.done = 0
+        self.started = self._drawn = time.monotonic()
+        self._reported = 0  # quarters (or, without a total, 25 MB blocks) already written
+
+    def update(self, nbytes: int) -> None:
+        self.done += nbytes
+        if self.tty:
+            now = time.monotonic()
+            if now - self._drawn >= 0.2:
+                self._drawn = now
+                self._write("\r\033[K" + self._text())
+            return
+        # Lines for a log: a quarter of a known size, else every 25 MB; the last one is finish()'s.
+        step = 4 * self.done // self.total if self.total else self.done // 25_000_000
+        if step > self._reported and (not self.total or step < 4):
+            self._reported = step
+            self._write(self._text() + "\n")
+
+    def finish(self) -> None:
+        seconds = max(time.monotonic() - self.started, 0.001)
+        took = f"{seconds:.1f}" if seconds < 10 else f"{seconds:.0f}"
+        text = f"{self.label}: {_mb(self.done)} MB in {took} s ({_mb(self.done / seconds)} MB/s)"
+        self._write(("\r\033[K" if self.tty else "") + text + "\n")
+
+    def _text(self) -> str:
+        if self.total:
+            return f"{self.label}: {_mb(self.done)}/{_mb(self.total)} MB ({100 * self.done // self.total}%)"
+        return f"{self.label}: {_mb(self.done)} MB"
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
+
+
+def _mb(nbytes: float) -> str:
+    return f"{nbytes / 1e6:.1f}"
 
 
 class _Links(html.parser.HTMLParser):
@@ -49,8 +100,11 @@ def main(name: str, version: str, dest: str) -> str:
             if not os.path.exists(target) or _sha256(target) != expected:
                 tmp = target + ".part"
                 with urllib.request.urlopen(path, timeout=600) as resp, open(tmp, "wb") as out:
-                    while chunk := resp.read(1 << 20):
+                    progress = Progress(filename, int(resp.headers.get("Content-Length") or 0))
+                    while chunk := resp.read(1 << 16):
                         out.write(chunk)
+                        progress.update(len(chunk))
+                    progress.finish()
                 os.replace(tmp, target)
             got = _sha256(target)
             if not expected or got != expected:

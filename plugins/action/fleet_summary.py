@@ -56,5 +56,6 @@ class ActionModule(ActionBase):
             except OSError as err:
                 result.update(failed=True, msg=f"cannot write the fleet summary to {args['path']}: {err}")
                 return result
-        result.update(changed=False, msg=text.splitlines(), path=args["path"])
+        # Shown like a debug message by the stdout callbacks, without -v: the summary is what the run is for.
+        result.update(changed=False, msg=text.splitlines(), path=args["path"], _ansible_verbose_always=True)
         return result

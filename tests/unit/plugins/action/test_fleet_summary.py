@@ -29,6 +29,7 @@ def test_writes_the_table_once_and_changes_nothing(tmp_path):
     assert "| h1 | main | deployed |" in text
     assert "| h2 | - | not run |" in text  # judged, its batch never started
     assert result["msg"] == text.splitlines()
+    assert result["_ansible_verbose_always"] is True  # printed without -v
     before = path.stat().st_mtime_ns
     run_action(hosts=["h1", "h2"], path=str(path))
     assert path.stat().st_mtime_ns == before
