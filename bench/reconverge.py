@@ -1,6 +1,6 @@
 """Time a no-op re-converge of the local fleet against a floor playbook on the same hosts, and a preset change.
 
-Usage: .venv/bin/python bench/reconverge.py [--runs N] [--sizes 2,8]
+Usage: .venv/bin/python bench/reconverge.py [--runs N] [--sizes 2,8] [--model tiny|gemma]
 
 For each fleet size (scripts/fleet.sh up N; FLEET_SIZE sets the default size) it deploys once, then runs,
 alternately, the real rollout (playbooks/deploy-llm.yml with the local fleet's variables: it must report
@@ -119,9 +119,13 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--sizes", default=os.environ.get("FLEET_SIZE", "2"),
                         help="comma-separated fleet sizes, e.g. 2,8")
+    parser.add_argument("--model", choices=("tiny", "gemma"), default="tiny",
+                        help="what the hosts serve: the tiny random model (default; the bench measures the "
+                             "deployment, not the answers) or Gemma-3-270M")
     args = parser.parse_args()
     env = dict(
         os.environ,
+        LLAMAFLEET_FLEET_MODEL=args.model,
         ANSIBLE_COLLECTIONS_PATH=TREE,
         ANSIBLE_NOCOLOR="1",
         # What an operator sees: changes, failures and the summary (the lines per host printed below).
@@ -131,6 +135,10 @@ def main() -> int:
             "LLAMAFLEET_DEMO_KEY_FILE", os.path.join(CACHE, "fleet", "demo-api-key")
         ),
     )
+    # The share's artifacts.json names the model the hosts fetch; write it for this run's choice.
+    subprocess.run([os.path.join(ROOT, "scripts", "fleet_artifacts.sh"), env["LLAMAFLEET_FLEET_SHARE"]],
+                   check=True, capture_output=True, text=True, env=env)
+    print(f"model: {args.model}")
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for size in (int(s) for s in args.sizes.split(",")):

@@ -3,7 +3,7 @@
 # fleet's share directory (bound read-only at /srv/llamafleet in every host:
 # LLAMAFLEET_FLEET_SHARE of scripts/fleet.sh), and describe them for playbooks.
 #
-# Usage: scripts/fleet_artifacts.sh SHARE_DIR   -> prints SHARE_DIR/artifacts.json
+# Usage: [LLAMAFLEET_FLEET_MODEL=gemma|tiny] scripts/fleet_artifacts.sh SHARE_DIR   -> prints SHARE_DIR/artifacts.json
 #
 # artifacts.json: {"engine_archive": <file name in the share>, "engine_checksum":
 # "sha256:<hex>", "engine_version": "b<build>", "model": <file name in the share>,
@@ -24,7 +24,13 @@ mkdir -p "$share"
 share=$(cd "$share" && pwd -P)
 
 read -r archive archive_checksum < <("$here/engine_archive.sh")
-model=$("$here/fetch_model.sh")
+# The model the hosts serve: Gemma-3-270M (real text), or the tiny random model (scripts/tiny_model.sh, 5 MB)
+# where only the deployment is measured, as the 8-host benches do.
+case "${LLAMAFLEET_FLEET_MODEL:-gemma}" in
+  gemma) model=$("$here/fetch_model.sh") ;;
+  tiny) model=$("$here/tiny_model.sh") ;;
+  *) echo "LLAMAFLEET_FLEET_MODEL must be gemma or tiny, not ${LLAMAFLEET_FLEET_MODEL}" >&2; exit 2 ;;
+esac
 wheels=$("$here/wheels.sh")
 
 # Same content under the same name in the share; an unchanged file stays untouched.

@@ -39,7 +39,7 @@ N_HEAD_KV = 1
 HEAD_DIM = N_EMBD // N_HEAD
 N_FF = 256
 N_LAYER = 2
-CONTEXT = 2048
+CONTEXT = 8192  # above the local fleet presets (CTX 4096): the engine caps a slot at the training context
 RMS_EPS = 1e-5
 ROPE_BASE = 10000.0
 

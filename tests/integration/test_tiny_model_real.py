@@ -26,7 +26,7 @@ from .conftest import REPO, Server, free_port
 EXPECTED = {
     "arch": "llama",
     "block_count": 2,
-    "context_length": 2048,
+    "context_length": 8192,
     "embedding_length": 128,
     "head_count": 2,
     "head_count_kv": 1,
