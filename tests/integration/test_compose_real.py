@@ -108,16 +108,22 @@ SPEC = ServiceSpec(name="chat", image="ghcr.io/ggml-org/llama.cpp:server-cuda", 
 
 
 @pytest.mark.parametrize(
-    ("gpus", "selection", "devices"),
+    ("gpus", "selection", "expected"),  # expected: (the reservation, the container's CUDA_VISIBLE_DEVICES)
     [
-        (False, "", None),
-        (True, "", [{"capabilities": ["gpu"], "count": -1, "driver": "nvidia"}]),
-        (True, "1,3", [{"capabilities": ["gpu"], "device_ids": ["1", "3"], "driver": "nvidia"}]),
+        (False, "", (None, None)),
+        (True, "", ([{"capabilities": ["gpu"], "count": -1, "driver": "nvidia"}], None)),
+        # Ascending indices: the container's renumbered cards keep the plan's order; nothing to set.
+        (True, "1,3", ([{"capabilities": ["gpu"], "device_ids": ["1", "3"], "driver": "nvidia"}], None)),
+        # Another order: each card's rank among the reserved ones, so CUDA0 stays the plan's first card.
+        (True, "3,1", ([{"capabilities": ["gpu"], "device_ids": ["3", "1"], "driver": "nvidia"}], "1,0")),
+        # A UUID names the same card inside the container.
         (True, "GPU-5e5c0a6c-1a2b-3c4d-5e6f-0123456789ab",
-         [{"capabilities": ["gpu"], "device_ids": ["GPU-5e5c0a6c-1a2b-3c4d-5e6f-0123456789ab"], "driver": "nvidia"}]),
+         ([{"capabilities": ["gpu"], "device_ids": ["GPU-5e5c0a6c-1a2b-3c4d-5e6f-0123456789ab"], "driver": "nvidia"}],
+          "GPU-5e5c0a6c-1a2b-3c4d-5e6f-0123456789ab")),
     ],
 )
-def test_rendered_file_passes_compose_config(tmp_path, docker, gpus, selection, devices):
+def test_rendered_file_passes_compose_config(tmp_path, docker, gpus, selection, expected):
+    devices, container_selection = expected
     spec = dataclasses.replace(SPEC, gpus=gpus, gpu_selection=selection)
     plan_env = {"CUDA_VISIBLE_DEVICES": selection, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"} if selection else {}
     compose_file = tmp_path / "chat.yaml"
@@ -142,7 +148,7 @@ def test_rendered_file_passes_compose_config(tmp_path, docker, gpus, selection, 
     assert "intruder" not in proc.stdout
     reserved = service.get("deploy", {}).get("resources", {}).get("reservations", {}).get("devices")
     assert reserved == devices
-    assert ("CUDA_VISIBLE_DEVICES" in service.get("environment", {})) is False
+    assert service.get("environment", {}).get("CUDA_VISIBLE_DEVICES") == container_selection
     assert service["network_mode"] == "host"
     assert [(v["source"], v.get("read_only", False)) for v in service["volumes"]] == [
         ("/srv/models", True), ("/var/lib/llamafleet/instances/chat/slots", False)]
