@@ -170,6 +170,22 @@ _steps_done() {
   fi
 }
 
+# The lines of a failed step's log that say what failed (Ansible's fatal/unreachable lines and recaps,
+# pytest's failures, make's errors), the last 40, each cut to 400 characters; then the disk and memory left,
+# since a full disk or an out-of-memory kill shows up as an unreachable host or a killed engine.
+_steps_digest() {
+  local log=$1 digest
+  digest=$(_steps_plain <"$log" | grep -nE \
+    'fatal: |UNREACHABLE!|FAILED!|^FAILED |^ERROR|^E   |Error [0-9]+$|Executed: Failed|(failed|unreachable)=[1-9]|No space left|Killed|Out of memory' \
+    | tail -n 40 | cut -c 1-400) || true
+  if [ -n "$digest" ]; then
+    echo "      its failure lines (line number: text):"
+    echo "$digest" | sed 's/^/    /'
+  fi
+  echo "      disk free: $(df -h --output=avail "${LLAMAFLEET_CACHE:-$HOME}" 2>/dev/null | tail -n 1 | tr -d ' ')," \
+    "memory available: $(awk '/^MemAvailable:/ {printf "%d MiB", $2 / 1024}' /proc/meminfo 2>/dev/null)"
+}
+
 _steps_failed() {
   local name=$1 rc=$2 elapsed=$3 log=${4:-} lines
   {
@@ -179,11 +195,14 @@ _steps_failed() {
     elif _steps_full_logs; then
       echo "      its whole log, $(wc -l <"$log") lines:"
       sed 's/^/    /' "$log"
+      # A CI that keeps only the end of what was printed still shows why: the log's failure lines come last.
+      _steps_digest "$log"
       echo "      FAILED: $name; log: $log"
     else
       lines=$(wc -l <"$log")
       echo "      the last 40 of its $lines log lines:"
       tail -n 40 "$log" | sed 's/^/    /'
+      _steps_digest "$log"
       echo "      FAILED: $name; full log: $log"
     fi
   } >&2
