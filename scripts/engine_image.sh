@@ -61,8 +61,7 @@ if ! command -v curl >/dev/null 2>&1; then
     die "curl missing; install Debian's curl"
   fi
   log "installing curl"
-  apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends curl >&2
+  "$here/apt_install.sh" --no-recommends curl
 fi
 curl_bin=$(readlink -f "$(command -v curl)")
 

@@ -91,7 +91,8 @@ need_tools() {
   local apt_log
   apt_log=$(new_log apt)
   log "installing ${missing[*]} (apt log: $apt_log)"
-  { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"; } >"$apt_log" 2>&1 \
+  # One apt run at a time (make artifacts builds both rootfs side by side).
+  "$(dirname "$self")/apt_install.sh" --log "$apt_log" "${missing[@]}" \
     || die_with_log "apt-get could not install ${missing[*]}" "$apt_log"
 }
 

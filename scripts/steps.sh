@@ -174,13 +174,13 @@ _steps_done() {
 # pytest's failures, make's errors), the last 40, each cut to 400 characters; then the disk and memory left,
 # since a full disk or an out-of-memory kill shows up as an unreachable host or a killed engine.
 _steps_digest() {
-  local log=$1 digest
+  local log=$1 digest line
   digest=$(_steps_plain <"$log" | grep -nE \
     'fatal: |UNREACHABLE!|FAILED!|^FAILED |^ERROR|^E   |Error [0-9]+$|Executed: Failed|(failed|unreachable)=[1-9]|No space left|Killed|Out of memory' \
     | tail -n 40 | cut -c 1-400) || true
   if [ -n "$digest" ]; then
     echo "      its failure lines (line number: text):"
-    echo "$digest" | sed 's/^/    /'
+    while IFS= read -r line; do echo "    $line"; done <<<"$digest"
   fi
   echo "      disk free: $(df -h --output=avail "${LLAMAFLEET_CACHE:-$HOME}" 2>/dev/null | tail -n 1 | tr -d ' ')," \
     "memory available: $(awk '/^MemAvailable:/ {printf "%d MiB", $2 / 1024}' /proc/meminfo 2>/dev/null)"
