@@ -170,13 +170,13 @@ _steps_done() {
   fi
 }
 
-# The lines of a failed step's log that say what failed (Ansible's fatal/unreachable lines and recaps,
-# pytest's failures, make's errors), the last 40, each cut to 400 characters; then the disk and memory left,
-# since a full disk or an out-of-memory kill shows up as an unreachable host or a killed engine.
+# The lines of a failed step's log that say what failed (Ansible's fatal and unreachable lines, molecule's
+# failed steps, pytest's failures, make's errors): the last 40, each cut to 400 characters. Then the disk and
+# memory left: a full disk or an out-of-memory kill shows up as an unreachable host or a killed engine.
 _steps_digest() {
   local log=$1 digest line
   digest=$(_steps_plain <"$log" | grep -nE \
-    'fatal: |UNREACHABLE!|FAILED!|^FAILED |^ERROR|^E   |Error [0-9]+$|Executed: Failed|(failed|unreachable)=[1-9]|No space left|Killed|Out of memory' \
+    'fatal: |UNREACHABLE!|FAILED!|^FAILED |^ERROR|^CRITICAL|^E   |Error [0-9]+$|Executed: Failed|No space left|Killed|Out of memory' \
     | tail -n 40 | cut -c 1-400) || true
   if [ -n "$digest" ]; then
     echo "      its failure lines (line number: text):"
