@@ -21,6 +21,10 @@ PLAYBOOK = """
       ansible.builtin.command: "true"
     - name: A message
       ansible.builtin.debug: {msg: the fleet summary}
+    - name: The fleet summary
+      llamafleet.llamacpp.fleet_summary:
+        hosts: [localhost]
+        path: "{{ summary_path }}"
 """
 
 
@@ -31,7 +35,8 @@ def run(tmp_path, callback):
                ANSIBLE_STDOUT_CALLBACK=callback, ANSIBLE_LOCALHOST_WARNING="0")
     binary = Path(sys.executable).parent / "ansible-playbook"
     done = subprocess.run([str(binary), "-i", "localhost,", "-c", "local", "-e",
-                           f"ansible_python_interpreter={sys.executable}", str(playbook)], env=env,
+                           f"ansible_python_interpreter={sys.executable}", "-e",
+                           f"summary_path={tmp_path / 'summary.md'}", str(playbook)], env=env,
                           capture_output=True, text=True, check=True, timeout=120)
     return done.stdout
 
@@ -40,10 +45,24 @@ def test_only_changes_and_messages_are_shown(tmp_path):
     quiet = run(tmp_path, "llamafleet.llamacpp.fleet")
     default = run(tmp_path, "ansible.builtin.default")
     for shown in ("TASK [Changed]", "changed: [localhost]", "TASK [A message]", '"msg": "the fleet summary"',
-                  "ok=3    changed=1"):
+                  "ok=4    changed=1"):
         assert shown in quiet
         assert shown in default
     for hidden in ("TASK [Skipped]", "TASK [Unchanged]", "skipping:"):
         assert hidden not in quiet
     assert "TASK [Unchanged]" in default
     assert len(quiet.splitlines()) < len(default.splitlines())
+
+
+def test_the_summary_prints_as_its_markdown(tmp_path):
+    quiet = run(tmp_path, "llamafleet.llamacpp.fleet")
+    written = (tmp_path / "summary.md").read_text().splitlines()
+    assert f"ok: [localhost] fleet summary, written to {tmp_path / 'summary.md'}:" in quiet
+    lines = quiet.splitlines()
+    start = lines.index(written[0])
+    assert lines[start:start + len(written)] == written
+    assert any(line.startswith("| Host | Instance |") for line in written)
+    # The default callback shows the same lines as a JSON list.
+    default = run(tmp_path, "ansible.builtin.default")
+    assert f'"{written[0]}",' in default
+    assert written[0] not in default.splitlines()
