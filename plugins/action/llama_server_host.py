@@ -14,7 +14,7 @@ import time
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.llamafleet.llamacpp.plugins.doc_fragments.instance_settings import ModuleDocFragment
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._apply.rollout_lock import (
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.rollout_lock import (
     expired,
     held_message,
     holder_id,

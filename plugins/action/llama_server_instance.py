@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._apply.report import early_entry, report_entry
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.report import early_entry, report_entry
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_layers import (
     PresetLayerError,
     instance_preset,

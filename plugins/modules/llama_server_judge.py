@@ -127,7 +127,7 @@ lock_holder:
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._apply.report import (  # noqa: E402
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.report import (  # noqa: E402
     early_entry,
     report_entry,
 )

@@ -91,7 +91,7 @@ import time  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._apply.rollout_lock import (  # noqa: E402
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.rollout_lock import (  # noqa: E402
     DEFAULT_PATH,
     LockHeld,
     decide,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._apply.report import early_entry, report_entry
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.report import early_entry, report_entry
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.compose_service import (
     ComposeError,
     ServiceSpec,

@@ -25,7 +25,8 @@ SHORT_FORMS = {
     "_planner/": "plugins/module_utils/_planner/",
     "_probes/": "plugins/module_utils/_probes/",
     "_render/": "plugins/module_utils/_render/",
-    "_apply/": "plugins/module_utils/_apply/",
+    "_judgements/": "plugins/module_utils/_judgements/",
+    "_layout/": "plugins/module_utils/_layout/",
     "_converge/": "plugins/module_utils/_converge/",
     "plugin_utils/": "plugins/plugin_utils/",
 }

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._apply.running_state import (
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.running_state import (
     UnitState,
     argv_matches,
     first_difference,

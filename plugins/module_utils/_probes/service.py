@@ -12,7 +12,7 @@ import time
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._apply.running_state import (
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.running_state import (
     SHOW_PROPERTIES,
     UnitState,
     parse_cmdline,

@@ -11,7 +11,7 @@ import shlex
 
 import pytest
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._apply.running_state import UnitState
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.running_state import UnitState
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import instance as converge
 from ansible_collections.llamafleet.llamacpp.plugins.modules import llama_server_apply as apply
 from tests.unit.support.module_runner import run_module

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._apply.running_state import UnitState
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.running_state import UnitState
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import instance as converge
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.model_markers import (
     identity,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._apply.rollout_lock import (
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.rollout_lock import (
     LockHeld,
     decide,
     expired,

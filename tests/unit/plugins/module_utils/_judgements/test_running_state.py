@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._apply.running_state import (
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.running_state import (
     UnitState,
     argv_matches,
     environment_differences,

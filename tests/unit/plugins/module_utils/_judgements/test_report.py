@@ -1,6 +1,6 @@
 """An instance's report row (report.py): what runs comes from the apply result, what was planned from the plan."""
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._apply.report import early_entry, report_entry
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.report import early_entry, report_entry
 
 PLAN = {
     "facts": {"model": "/m/gemma.gguf", "gpus": [{}, {}], "vram_mib": 48000, "ram_mib": 64000},
