@@ -9,36 +9,23 @@ not managed state).
 
 from __future__ import annotations
 
-import os
-import tempfile
-
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.llamafleet.llamacpp.plugins.filter.fleet_summary import fleet_summary_markdown
-from ansible_collections.llamafleet.llamacpp.plugins.modules.fleet_summary import DOCUMENTATION
-from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.doc_spec import argument_spec
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.files import read_bytes, write_atomically
 
-ARGUMENT_SPEC = argument_spec(DOCUMENTATION)
+ARGUMENT_SPEC = {
+    "hosts": {"type": "list", "elements": "str", "required": True},
+    "path": {"type": "str", "default": "./fleet-summary.md"},
+    "title": {"type": "str", "default": "llama-server fleet"},
+}
 
 
 def write_if_different(path: str, text: str) -> None:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            if handle.read() == text:
-                return
-    except FileNotFoundError:
-        pass
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, temporary = tempfile.mkstemp(prefix=".fleet-summary-", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+    """Write the summary when its content differs; a missing directory is an error (a wrong path), not made."""
+    data = text.encode()
+    if read_bytes(path) != data:
+        write_atomically(path, data, 0o644, make_dirs=False)
 
 
 class ActionModule(ActionBase):

@@ -13,15 +13,20 @@ import time
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.llamafleet.llamacpp.plugins.doc_fragments.instance_settings import ModuleDocFragment
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.rollout_lock import (
     expired,
     held_message,
     holder_id,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_layers import instance_preset
-from ansible_collections.llamafleet.llamacpp.plugins.modules.llama_server_host import DOCUMENTATION
-from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.doc_spec import argument_spec, documented_options
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import (
+    LOCK_LEASE_S,
+    LOCK_PATH,
+    UNIT_DIR,
+    engine_marker,
+    runtime_marker,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import settings_spec
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_layers import preset_and_key
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.role_inputs import (
     input_errors,
     instances_in_state,
@@ -33,17 +38,33 @@ from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.rollout_holder
     this_rollout,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.scrub import scrub
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.target import module_result, venv_python
 
 JUDGE_MODULE = "llamafleet.llamacpp.llama_server_judge"
-ARGUMENT_SPEC = argument_spec(DOCUMENTATION)
-# The fragment's settings the target needs for each instance (the presets and the interpreter stay here).
-SETTINGS = sorted(set(documented_options(ModuleDocFragment.DOCUMENTATION)) - {"presets", "python"})
-_INSTANCE_KEYS = ("name", "environment")
 NO_RUNTIME = "the planning runtime is not installed yet"
+
+ARGUMENT_SPEC = {
+    "instances": {"type": "list", "elements": "dict", "default": []},
+    "presets": {"type": "dict", "default": {}},
+    "settings": settings_spec(),
+    "engine_bin": {"type": "str", "default": ""},
+    "engine_archive_url": {"type": "str", "default": ""},
+    "engine_archive_checksum": {"type": "str", "default": ""},
+    "engine_dir": {"type": "str", "default": ""},
+    "models": {"type": "list", "elements": "dict", "default": []},
+    "venv": {"type": "str", "default": ""},
+    "runtime_manifest": {"type": "dict", "default": {}},
+    "directories": {"type": "list", "elements": "dict", "default": []},
+    "user_shell": {"type": "str", "default": "/usr/sbin/nologin"},
+    "user_comment": {"type": "str", "default": "llama-server (llamafleet)"},
+    "unit_dir": {"type": "str", "default": UNIT_DIR},
+    "lock_path": {"type": "str", "default": LOCK_PATH},
+    "lock_lease_s": {"type": "int", "default": LOCK_LEASE_S},
+}
 
 
 def not_current(*why: str) -> dict:
-    return {"changed": False, "current": False, "why": list(why), "report": []}
+    return {"changed": False, "current": False, "why": list(why), "report": [], "engine": ""}
 
 
 def interpreter_missing(found: dict) -> bool:
@@ -60,28 +81,19 @@ class ActionModule(ActionBase):
         del tmp
         task_vars = task_vars or {}
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        errors = input_errors({
-            "runtime": args["runtime"], "image": args["image"], "image_pull": args["image_pull"],
-            "compose_project": args["compose_project"], "compose_dir": args["compose_dir"],
-            "instances": args["instances"], "presets": args["presets"], "environment": args["environment"],
-            "engine_bin": args["engine_bin"], "engine_archive_url": args["engine_archive_url"],
-            "engine_archive_checksum": args["engine_archive_checksum"], "models": args["models"],
-            "models_dir": args["models_dir"],
-        })
+        settings = args["settings"]
+        errors = input_errors({**settings, **{k: args[k] for k in (
+            "instances", "presets", "engine_bin", "engine_archive_url", "engine_archive_checksum", "models")}})
         if errors:
             result.update(failed=True, msg="; ".join(errors), errors=errors)
             return result
-        if args["runtime"] == "compose":
-            result.update(not_current("compose instances go through the role's compose steps"))
-            return result
         instances, keys = [], {}
         for instance in instances_in_state(args["instances"], "present"):
-            preset = instance_preset(instance, args["presets"])
-            key = str(instance.get("api_key") or preset.get("API_KEY") or "").strip()
+            preset, key = preset_and_key(instance, args["presets"])
             if key:
                 keys[instance["name"]] = key
-            instances.append({**{k: instance.get(k) for k in _INSTANCE_KEYS},
-                              "preset": {k: v for k, v in preset.items() if k != "API_KEY"}})
+            instances.append({"name": instance["name"], "preset": preset,
+                              "environment": instance.get("environment") or {}})
         found = self._judge(args, instances, keys, task_vars)
         result.update(scrub(found, *keys.values()))
         return result
@@ -91,24 +103,19 @@ class ActionModule(ActionBase):
             "instances": instances,
             "keys": keys,
             "absent": [str(i["name"]) for i in instances_in_state(args["instances"], "absent")],
-            "settings": {**{k: args[k] for k in SETTINGS}, "engine": ""},
-            "account": {"user": args["user"], "group": args["group"], "home": args["home"],
-                        "shell": args["user_shell"], "comment": args["user_comment"]},
+            "settings": args["settings"],
+            "account": {"user": args["settings"]["user"], "group": args["settings"]["group"],
+                        "home": args["settings"]["home"], "shell": args["user_shell"], "comment": args["user_comment"]},
             "directories": args["directories"],
-            "runtime": {"marker": args["runtime_marker"], "manifest": args["runtime_manifest"]},
-            "engine": {"bin": args["engine_bin"], "marker": f"{args['engine_dir']}/.llamafleet-engine.json",
+            "planning_venv": {"marker": runtime_marker(args["venv"]), "manifest": args["runtime_manifest"]},
+            "engine": {"bin": args["engine_bin"], "marker": engine_marker(args["engine_dir"]),
                        "checksum": args["engine_archive_checksum"]},
             "models": [{"path": m["path"], "checksum": m["checksum"]}
-                       for m in model_files(args["models"], args["models_dir"])],
-            "models_marker_dir": f"{args['models_dir']}/.llamafleet",
+                       for m in model_files(args["models"], args["settings"]["models_dir"])],
             "unit_dir": args["unit_dir"],
             "lock_path": args["lock_path"],
         }
-        use_vars = dict(task_vars)
-        if args["python"]:
-            use_vars["ansible_python_interpreter"] = args["python"]
-        found = self._execute_module(module_name=JUDGE_MODULE, module_args=module_args, task_vars=use_vars)
-        found.pop("invocation", None)
+        found = module_result(self, JUDGE_MODULE, module_args, task_vars, venv_python(args["venv"]))
         if found.get("failed"):
             if interpreter_missing(found):
                 return not_current(NO_RUNTIME)
@@ -118,6 +125,7 @@ class ActionModule(ActionBase):
         lapsed = expired(holder, args["lock_lease_s"], int(time.time()))
         if holder and not ours and not lapsed and holder_alive(holder, this_controller()):
             return {"failed": True, "msg": held_message(holder, args["lock_path"], args["lock_lease_s"]),
-                    "holder": holder, "current": False, "why": ["another rollout holds this host"], "report": []}
+                    "holder": holder, "current": False, "why": ["another rollout holds this host"], "report": [],
+                    "engine": ""}
         return {"changed": False, "current": bool(found.get("current")), "why": list(found.get("why") or []),
-                "report": list(found.get("report") or [])}
+                "report": list(found.get("report") or []), "engine": str(found.get("engine") or "")}

@@ -1,7 +1,8 @@
 # Copyright: (c) 2026, llamafleet maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The role settings every systemd instance depends on: options shared by llama_server_instance and
-llama_server_host (their action plugins read them from here too, so they are declared once)."""
+"""The settings every instance depends on: the C(settings) option of the instance and host actions and of the
+target modules. Its types and defaults are the table in plugins/module_utils/_layout/settings.py (a unit test holds
+this text to it, and the role's defaults and argument specs too)."""
 
 from __future__ import annotations
 
@@ -9,99 +10,150 @@ from __future__ import annotations
 class ModuleDocFragment:
     DOCUMENTATION = r"""
 options:
-  presets:
-    description: The named presets (the role's C(llama_server_presets)).
-    type: dict
-    default: {}
-  python:
-    description: The Python interpreter on the target that runs the plan and apply modules (the planning venv).
-    type: str
-    default: ""
-  home:
-    description: The service account's home; the instance lives in C(<home>/instances/<name>).
-    type: str
-    default: /var/lib/llamafleet
-  models_dir:
-    description: Where the role puts downloaded models; searched first for model file names.
-    type: str
-    default: /var/lib/llamafleet/models
-  model_dirs:
-    description: Further directories searched for model file names.
-    type: list
-    elements: str
-    default: []
-  config_dir:
-    description: Root-only configuration directory (planning state files).
-    type: str
-    default: /etc/llamafleet
-  credentials_dir:
-    description: Root-only directory of the API key files.
-    type: str
-    default: /etc/llamafleet/credentials
-  plan_cache_dir:
-    description: Where the plan module caches the engine's help, version and preflight passes.
-    type: str
-    default: /var/cache/llamafleet
-  user:
-    description: The service account.
-    type: str
-    default: llamafleet
-  group:
-    description: The service account's group.
-    type: str
-    default: llamafleet
-  environment:
+  settings:
     description:
-      - The environment of every instance's service; the instance's own C(environment) is applied over it.
+      - The settings every instance of the host depends on. The C(llamafleet.llamacpp.llama_server) role passes its
+        variables C(llama_server_<name>) here; each one is described in the role's argument specs.
     type: dict
     default: {}
-  engine_official:
-    description: The engine is an official ggml-org build (its build number is trusted).
-    type: bool
-    default: false
-  allow_open:
-    description: Accept a server that listens beyond loopback without an API key.
-    type: bool
-    default: false
-  nvidia:
-    description: Give the unit the NVIDIA device rules (the compose service its GPU reservation); C(auto) when the
-      plan saw NVIDIA GPUs.
-    type: str
-    default: auto
-  protect_home:
-    description: The unit's C(ProtectHome=).
-    type: str
-    default: "yes"
-  restart_sec:
-    description: The unit's C(RestartSec=).
-    type: int
-    default: 5
-  stop_timeout_s:
-    description: The unit's C(TimeoutStopSec=).
-    type: int
-    default: 30
-  limit_nofile:
-    description: The unit's C(LimitNOFILE=).
-    type: int
-    default: 65536
-  health_timeout_base_s:
-    description: Seconds a (re)started instance may take to answer C(/health) 200, before the model's share.
-    type: int
-    default: 60
-  health_timeout_per_gib_s:
-    description: Further seconds per GiB of model.
-    type: int
-    default: 20
-  health_listen_timeout_s:
-    description: How long nothing may listen after a start before it counts as failed.
-    type: int
-    default: 30
-  health_delay_s:
-    description: Seconds between two C(/health) readings.
-    type: float
-    default: 2.0
-  journal_lines:
-    description: How many journal lines of a failed start are reported.
-    type: int
-    default: 40
+    suboptions:
+      runtime:
+        description: C(systemd) (a hardened unit per instance) or C(compose) (a service of the host's compose project).
+        type: str
+        choices: [systemd, compose]
+        default: systemd
+      home:
+        description: The service account's home; an instance lives in C(<home>/instances/<name>).
+        type: str
+        default: /var/lib/llamafleet
+      models_dir:
+        description: Where the role puts downloaded models; searched first for model file names.
+        type: str
+        default: /var/lib/llamafleet/models
+      model_dirs:
+        description: Further directories searched for model file names.
+        type: list
+        elements: str
+        default: []
+      config_dir:
+        description: Root-owned configuration (planning state files, the last verified copies).
+        type: str
+        default: /etc/llamafleet
+      credentials_dir:
+        description: Root-only directory of the API key files.
+        type: str
+        default: /etc/llamafleet/credentials
+      plan_cache_dir:
+        description: Where the planner caches the engine's help, version and preflight passes.
+        type: str
+        default: /var/cache/llamafleet
+      user:
+        description: The service account.
+        type: str
+        default: llamafleet
+      group:
+        description: The service account's group.
+        type: str
+        default: llamafleet
+      environment:
+        description: The environment of every instance's service; an instance's own C(environment) goes over it.
+        type: dict
+        default: {}
+      engine_official:
+        description: The engine is an official ggml-org build (its build number is trusted).
+        type: bool
+        default: false
+      allow_open:
+        description: Accept a server that listens beyond loopback without an API key.
+        type: bool
+        default: false
+      nvidia:
+        description:
+          - The unit's NVIDIA device rules, and a compose service's GPU reservation. C(auto) when the plan saw NVIDIA
+            GPUs; a boolean forces them on or off.
+        type: raw
+        default: auto
+      protect_home:
+        description: The unit's C(ProtectHome=).
+        type: str
+        choices: ["yes", read-only, tmpfs]
+        default: "yes"
+      restart_sec:
+        description: The unit's C(RestartSec=).
+        type: int
+        default: 5
+      stop_timeout_s:
+        description: The unit's C(TimeoutStopSec=), and a container's stop grace period.
+        type: int
+        default: 30
+      limit_nofile:
+        description: The unit's C(LimitNOFILE=).
+        type: int
+        default: 65536
+      health_timeout_base_s:
+        description: Seconds a (re)started instance may take to answer C(/health) 200, before the model's share.
+        type: int
+        default: 60
+      health_timeout_per_gib_s:
+        description: Further seconds per GiB of model.
+        type: int
+        default: 20
+      health_listen_timeout_s:
+        description: How long nothing may listen after a start before it counts as failed.
+        type: int
+        default: 30
+      health_delay_s:
+        description: Seconds between two C(/health) readings.
+        type: float
+        default: 2.0
+      journal_lines:
+        description: How many lines of a failed engine's journal (or container log) are reported.
+        type: int
+        default: 40
+      image:
+        description: Compose. The image whose entrypoint is C(llama-server).
+        type: str
+        default: ""
+      image_binary:
+        description: Compose. The engine's path inside the image.
+        type: str
+        default: /app/llama-server
+      image_pull:
+        description: Compose. When the role pulls the image; C(always) leaves a host never current for the judge.
+        type: str
+        choices: [missing, always, never]
+        default: missing
+      docker_cli:
+        description: Compose. The docker CLI on the host.
+        type: str
+        default: docker
+      docker_host:
+        description: Compose. The Docker daemon (C(DOCKER_HOST)); empty for the CLI's default.
+        type: str
+        default: ""
+      docker_config:
+        description: Compose. C(DOCKER_CONFIG) of the docker CLI (where its compose plugin is); empty for the default.
+        type: str
+        default: ""
+      compose_project:
+        description: Compose. The project of the host's instances.
+        type: str
+        default: llamafleet
+      compose_dir:
+        description: Compose. The project's directory, one C(<instance>.yaml) per instance.
+        type: str
+        default: /etc/llamafleet/compose
+      compose_health_command:
+        description: Compose. The container's health check program and options; the health URL is appended.
+        type: list
+        elements: str
+        default: [curl, --fail, --silent, --show-error, --output, /dev/null, --max-time, "4"]
+      compose_log_lines:
+        description: Compose. Lines of a failed container's log that are reported.
+        type: int
+        default: 40
+      compose_nofile:
+        description: Compose. The container's open-files limit; 0 keeps the daemon's.
+        type: int
+        default: 0
 """

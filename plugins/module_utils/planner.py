@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import CUDA_ORDER
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner import (
     capabilities,
     checkpoints,
@@ -246,7 +247,7 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
     env: dict[str, str] = {}
     if preset.get("CUDA_VISIBLE_DEVICES", ""):
         env["CUDA_VISIBLE_DEVICES"] = preset["CUDA_VISIBLE_DEVICES"]
-        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+        env.update(CUDA_ORDER)
 
     # Accepted tensor split counts as a hand-written "-sm tensor" for the rules
     # that read placement (launch queues, CUDA graphs, --fit).

@@ -19,6 +19,8 @@ description:
     summary is wanted as well.
 author:
   - llamafleet maintainers (@llamafleet)
+extends_documentation_fragment:
+  - llamafleet.llamacpp.attributes.action
 options:
   hosts:
     description: The hosts of the table, in order.
@@ -37,21 +39,11 @@ seealso:
   - module: llamafleet.llamacpp.llama_server_host
 attributes:
   action:
-    description: Runs on the controller only.
-    support: full
-  async:
-    description: Cannot run asynchronously.
-    support: none
+    details: Runs on the controller only; nothing is sent to a host.
   check_mode:
-    description: Writes the summary in check mode too (it is a report of the run, not managed state).
-    support: full
-  diff_mode:
-    description: Reports nothing to diff.
-    support: none
+    details: Writes the summary in check mode too (it is a report of the run, not managed state).
   platform:
-    description: The controller.
-    support: full
-    platforms: posix
+    details: The controller.
 """
 
 EXAMPLES = r"""

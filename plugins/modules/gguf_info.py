@@ -16,6 +16,8 @@ description:
   - Reading is bounded; a truncated or hostile file is reported as unreadable, never loaded.
 author:
   - llamafleet maintainers (@llamafleet)
+extends_documentation_fragment:
+  - llamafleet.llamacpp.attributes
 options:
   path:
     description:
@@ -33,16 +35,7 @@ requirements:
   - gguf
 attributes:
   check_mode:
-    description: Can run in check mode and predict its result without changing the target.
-    support: full
     details: Read-only.
-  diff_mode:
-    description: Reports nothing to diff; it never changes files.
-    support: none
-  platform:
-    description: Target systems it runs on.
-    support: full
-    platforms: posix
 seealso:
   - module: llamafleet.llamacpp.llama_server_plan
 """

@@ -7,311 +7,195 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: llama_server_apply
-short_description: Apply one rendered llama-server instance as a systemd unit, judged by what runs
+short_description: Plan, render and apply one llama-server instance on this host, judged by what runs
 version_added: "0.2.0"
 description:
-  - Writes the unit file and the instance's credential files atomically, then decides whether to restart from
-    the running state, not only from the files. The engine is restarted when a file it reads changed, when
-    its main process runs another command line or environment than the plan's, when systemd holds an older
-    copy of the unit (C(NeedDaemonReload)), or when the unit is failed or at its start limit (which is reset
-    as part of the change).
-  - After a restart it waits for C(/health) 200 in-process, then checks that the engine runs the plan, with
-    C(GET /props) (context per slot, C(total_slots), C(model_path)) and the new main process's command line. A
-    mismatch is a failure.
-  - On failure it restores the last unit and credentials that were verified healthy (kept under
-    O(last_good_dir)), or removes a new instance that never worked, and reports the engine's own last journal
-    lines.
-  - Usually called by the C(llamafleet.llamacpp.llama_server_instance) action (the C(llamafleet.llamacpp.llama_server)
-    role), which plans and renders the instance; it can be used on its own with a unit rendered elsewhere.
+  - The target half of C(llamafleet.llamacpp.llama_server_instance), in one run on the host, for either runtime
+    (O(settings.runtime)): a systemd unit per instance, or a service of the host's compose project.
+  - Plans the instance (the probes and the engine's own parser, as C(llamafleet.llamacpp.llama_server_plan) does),
+    refuses a server open beyond loopback without a key, and renders its files (the hardened unit and its
+    credentials, or the compose file and its key).
+  - Decides from what runs, not only from the files. The engine is restarted (the container recreated) when a file
+    it reads changed, when it runs another command line or environment than the plan's, when it maps a model file
+    that was replaced, when systemd holds an older copy of the unit (C(NeedDaemonReload)), or when the unit is
+    failed or at its start limit, or the container stopped. A file whose comment lines alone changed (the plan's
+    notes) is rewritten without a restart, and RV(rewritten) says so.
+  - A new compose file is checked by C(docker compose config) before it is written. After a restart it waits for
+    C(/health) 200, then checks that the engine runs the plan, with C(GET /props) (context per slot,
+    C(total_slots), C(model_path)) and the new engine's command line. On failure it restores the last files that
+    were verified healthy, or removes a new instance that never worked, and reports the engine's own last words
+    (its journal, or the container's log).
+  - With O(state=absent) it stops the service and removes every file the instance had.
 author:
   - llamafleet maintainers (@llamafleet)
+extends_documentation_fragment:
+  - llamafleet.llamacpp.instance_settings
+  - llamafleet.llamacpp.attributes
 options:
-  instance:
-    description:
-      - Instance name. The unit is C(llama-server-<instance>.service) in C(/etc/systemd/system).
+  name:
+    description: The instance's name (the unit C(llama-server-<name>.service), or the service C(<name>)).
     type: str
     required: true
-  unit_content:
-    description:
-      - The complete unit file text. It must hold no secret; keys go in O(credentials).
+  state:
+    description: C(present) deploys the instance; C(absent) removes it.
     type: str
-    required: true
-  argv:
+    choices: [present, absent]
+    default: present
+  preset:
     description:
-      - The planned command line, binary first, as the unit's C(ExecStart=) runs it. Compared with the running
-        main process's C(/proc/<pid>/cmdline); a script engine may run under its interpreter.
-    type: list
-    elements: str
-    required: true
-  environment:
-    description:
-      - Every variable the unit sets with C(Environment=). Compared with the running main process's environment
-        by name; values are never returned.
+      - The instance's preset, already layered (its named preset, its settings, its port, host and GPU selection;
+        see C(llamafleet.llamacpp.llama_server_instance)), without any key.
     type: dict
     default: {}
-  credentials:
-    description:
-      - Root-only files the unit reads (its API key file, an environment file with C(LLAMA_API_KEY)). Written
-        atomically, mode C(0600), owner root. Their content is never logged or returned.
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      path:
-        description: Absolute path of the file.
-        type: path
-        required: true
-      content:
-        description: The file's content.
-        type: str
-        required: true
-      label:
-        description: How the file is named in the restart reasons (for example C(the API key)).
-        type: str
-        default: a credential
-  remove:
-    description:
-      - Files that must not exist any more (credentials the instance no longer uses). A removal restarts it.
-    type: list
-    elements: path
-    default: []
-  home_dir:
-    description: The instance's directory, created mode C(0700) for O(user).
-    type: path
-    required: true
-  user:
-    description: Owner of O(home_dir) (the service account).
-    type: str
-    required: true
-  group:
-    description: Group of O(home_dir).
-    type: str
-    required: true
-  expect:
-    description:
-      - What C(/props) must show, as the plan's C(decisions.expect) (C(ctx), C(slots), C(kv_unified),
-        C(model_path)); a zero or empty field is not judged.
+  environment:
+    description: The instance's own environment, applied over O(settings.environment).
     type: dict
     default: {}
   api_key:
     description:
-      - The instance's API key, sent as a bearer token to read C(/props). Never logged or returned.
+      - The instance's API key. It goes into a root-only credential file (or the compose secret's file) and serves
+        to read C(/props); it is never in the unit, the command line, the result or the log.
     type: str
     default: ""
-  health_url:
-    description: Where this host asks the engine's C(/health) (the plan's C(decisions.health_url)).
-    type: str
-    required: true
-  health_unix_socket:
-    description: The engine's UNIX socket when it listens on one (the plan's C(decisions.health_unix_socket)).
-    type: str
-    default: ""
-  health_timeout_s:
-    description: How long a (re)started engine may take to answer C(/health) 200 (it answers 503 while loading).
-    type: int
-    default: 120
-  listen_timeout_s:
-    description: How long nothing may listen after a start before the start counts as failed.
-    type: int
-    default: 30
-  health_delay_s:
-    description: Seconds between two C(/health) readings.
-    type: float
-    default: 1.0
-  journal_lines:
-    description: How many of the unit's last journal lines a failure reports.
-    type: int
-    default: 40
-  last_good_dir:
+  engine:
     description:
-      - Root-only directory that keeps, per instance, the last unit and credentials verified healthy. They are
-        the rollback, including after a rollout that was interrupted between writing and restarting.
-    type: path
-    default: /etc/llamafleet/last-good
-  state_file:
-    description: A small file written after a verified deployment (the role keeps its planning state there).
-    type: path
-  state_content:
-    description: The content of O(state_file).
+      - The C(llama-server) binary on the host; with the compose runtime the engine's path inside the image
+        (default O(settings.image_binary)).
     type: str
     default: ""
 notes:
-  - Needs systemd and root on the target. Only the Python standard library is used.
-  - Rendering never happens here, and nothing is re-derived from the command line except what C(/props) is
-    compared with, which comes in O(expect).
+  - Needs root, and systemd or the docker CLI with its compose v2 plugin. Planning needs the C(gguf) package (the
+    role's planning venv); O(state=absent) needs only the Python standard library.
 seealso:
+  - module: llamafleet.llamacpp.llama_server_instance
   - module: llamafleet.llamacpp.llama_server_plan
 attributes:
   check_mode:
-    description: Can run in check mode and predict its result without changing the target.
-    support: full
     details: Takes the same decisions (RV(would_restart), RV(reasons)) from the same readings and changes nothing.
   diff_mode:
-    description: Returns the unit file's before and after in diff mode.
     support: full
-    details: Credential files are never shown.
-  platform:
-    description: Target systems it runs on.
-    support: full
-    platforms: posix
+    details: The unit or compose file's before and after; credential files are never shown.
 """
 
 EXAMPLES = r"""
-- name: Apply a unit rendered elsewhere
+# Usually run by the llamafleet.llamacpp.llama_server_instance action; on its own:
+- name: Deploy one instance
   llamafleet.llamacpp.llama_server_apply:
-    instance: main
-    unit_content: "{{ lookup('ansible.builtin.file', 'llama-server-main.service') }}"
-    argv: [/opt/llama/bin/llama-server, -m, /srv/models/m.gguf, -c, "8192", --port, "8080"]
-    home_dir: /var/lib/llamafleet/instances/main
-    user: llamafleet
-    group: llamafleet
-    health_url: http://127.0.0.1:8080/health
-    expect: {ctx: 8192, slots: 1, model_path: /srv/models/m.gguf}
+    name: main
+    preset: {MODEL: gemma-3-270m-q4_k_m.gguf, CTX: 4096, HOST: 127.0.0.1, PORT: 8080}
+    engine: /opt/llamafleet/engines/b11434/bin/llama-server
+    api_key: "{{ vault_llama_key }}"
+  vars:
+    ansible_python_interpreter: /opt/llamafleet/venv/bin/python
+
+- name: Remove an instance
+  llamafleet.llamacpp.llama_server_apply:
+    name: old
+    state: absent
 """
 
 RETURN = r"""
+report:
+  description:
+    - The instance's report row. C(state) is C(deployed), C(previewed) (check mode), C(external), C(absent) or
+      C(failed); C(ctx) is the context the running engine reports (per slot, times the slots), C(pid), C(health)
+      and C(build) are read from the running engine, C(reasons) say why it was (or would be) restarted.
+  returned: always
+  type: dict
+plan:
+  description: What the plan decided (argv, env, notes, decisions, facts), without any key.
+  returned: when planned
+  type: dict
 state:
   description: C(deployed), C(previewed) (check mode) or C(failed).
-  returned: always
+  returned: when planned
   type: str
 restarted:
-  description: The engine was (re)started by this run.
-  returned: always
+  description: The engine was (re)started, or its container recreated, by this run.
+  returned: when planned
   type: bool
 would_restart:
   description: The engine must be (re)started (in check mode, what a real run would do).
-  returned: always
+  returned: when planned
   type: bool
 reasons:
   description: Why it is (or would be) restarted; empty when it runs the plan.
-  returned: always
+  returned: when planned
   type: list
   elements: str
   sample: ["the running engine's command line is not the plan's: word 6 is '4096', the plan has '8192'"]
+rewritten:
+  description: Files rewritten without a restart because only their comments changed.
+  returned: when planned
+  type: list
+  elements: str
+  sample: ["the unit file"]
 pid:
   description: The engine's main PID after this run (0 when none).
-  returned: always
+  returned: when planned
   type: int
 health:
   description: The last C(/health) status (200 ready, 503 loading, -1 nothing listening, 0 no answer).
-  returned: always
+  returned: when planned
   type: int
 props:
   description: What the running engine reports (C(n_ctx) per slot, C(total_slots), C(model_path), C(build_info)).
-  returned: always
+  returned: when planned
   type: dict
 runs_plan:
-  description: The running main process has the planned command line.
-  returned: always
+  description: The running engine has the planned command line.
+  returned: when planned
   type: bool
 unit_state:
-  description: systemd's view of the unit after this run.
-  returned: always
+  description: The service manager's view after this run (systemd's, or the container's state).
+  returned: when planned
   type: dict
 rolled_back:
-  description: A failed change was rolled back to the last verified unit, which is healthy again.
-  returned: always
+  description: A failed change was rolled back to the last verified files, which run healthy again.
+  returned: when planned
   type: bool
 engine_says:
-  description: The unit's last journal lines after a failed start (the engine's own words).
+  description: The engine's last log lines after a failed start (its own words).
   returned: on failure
   type: list
   elements: str
 """
 
-import os  # noqa: E402
-
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.instance import (  # noqa: E402
-    HOME_MODE,
-    UNIT_LABEL,
-    ApplyError,
-    Instance,
-    deploy,
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import instance  # noqa: E402
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.compose import (  # noqa: E402
+    docker_environment,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import (  # noqa: E402
+    settings_spec,
 )
 
 ARGUMENT_SPEC = {
-    "instance": {"type": "str", "required": True},
-    "unit_content": {"type": "str", "required": True},
-    "argv": {"type": "list", "elements": "str", "required": True},
+    "name": {"type": "str", "required": True},
+    "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+    "preset": {"type": "dict", "default": {}},
     "environment": {"type": "dict", "default": {}},
-    "credentials": {
-        "type": "list",
-        "elements": "dict",
-        "default": [],
-        "options": {
-            "path": {"type": "path", "required": True},
-            "content": {"type": "str", "required": True, "no_log": True},
-            "label": {"type": "str", "default": "a credential"},
-        },
-    },
-    "remove": {"type": "list", "elements": "path", "default": []},
-    "home_dir": {"type": "path", "required": True},
-    "user": {"type": "str", "required": True},
-    "group": {"type": "str", "required": True},
-    "expect": {"type": "dict", "default": {}},
     "api_key": {"type": "str", "default": "", "no_log": True},
-    "health_url": {"type": "str", "required": True},
-    "health_unix_socket": {"type": "str", "default": ""},
-    "health_timeout_s": {"type": "int", "default": 120},
-    "listen_timeout_s": {"type": "int", "default": 30},
-    "health_delay_s": {"type": "float", "default": 1.0},
-    "journal_lines": {"type": "int", "default": 40},
-    "last_good_dir": {"type": "path", "default": "/etc/llamafleet/last-good"},
-    "state_file": {"type": "path"},
-    "state_content": {"type": "str", "default": ""},
+    "engine": {"type": "str", "default": ""},
+    "settings": settings_spec(),
 }
-
-
-def ensure_home(module: AnsibleModule) -> bool:
-    params = module.params
-    changed = not os.path.isdir(params["home_dir"])
-    os.makedirs(params["home_dir"], mode=HOME_MODE, exist_ok=True)
-    file_args = module.load_file_common_arguments(
-        {"path": params["home_dir"], "owner": params["user"], "group": params["group"], "mode": f"{HOME_MODE:04o}"}
-    )
-    return module.set_fs_attributes_if_different(file_args, changed)
 
 
 def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    params = module.params
-    instance = Instance(params, lambda argv: module.run_command(list(argv)))
-    judged = instance.judge()
-    result = {
-        "instance": params["instance"],
-        "unit": instance.unit,
-        "changed": bool(judged.reasons or judged.enable),
-        "restarted": False,
-        "would_restart": bool(judged.reasons),
-        "reasons": list(judged.reasons),
-        "rolled_back": False,
-    }
-    if module._diff and UNIT_LABEL in judged.changed_files:
-        result["diff"] = instance.unit_diff()
-
-    if module.check_mode:
-        observed = instance.observe()[0]
-        module.exit_json(state="previewed", **result, **observed)
-
-    try:
-        result["changed"] |= ensure_home(module)
-        if not judged.reasons:
-            if judged.enable:
-                instance.systemctl("enable", instance.unit)
-            observed = instance.observe()[0]
-            if observed["health"] == 200 and observed["runs_plan"]:
-                instance.keep_last_good()
-            result["changed"] |= instance.write_state()
-            module.exit_json(state="deployed", **result, **observed)
-    except (OSError, ApplyError) as err:
-        module.fail_json(msg=f"instance {instance.name}: {err}", state="failed", **result)
-
-    deployment = deploy(instance, judged.before, result)
-    if deployment.failure:
-        module.fail_json(msg=deployment.failure, **deployment.result)
-    module.exit_json(**deployment.result)
+    docker_env = docker_environment(module.params["settings"])
+    outcome = instance.apply(
+        module.params,
+        lambda argv: module.run_command(list(argv)),
+        lambda argv: module.run_command(list(argv), environ_update=docker_env),
+        check_mode=module.check_mode,
+        diff=module._diff,
+    )
+    result = {"changed": False, **outcome.result}
+    if outcome.failure:
+        module.fail_json(msg=outcome.failure, **result)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -17,43 +17,28 @@ description:
     On the controller it checks the role's inputs (instance names, states, ports, keys, environments, engine and
     model sources, the runtime's settings) and fails naming each problem, before any host is read or changed.
   - It then runs C(llamafleet.llamacpp.llama_server_judge) once on the target, which reads what the role would
-    change (account, directories, planning runtime, engine, models, removed instances) and, when those are in
-    place, plans and judges each instance against what runs, as C(llamafleet.llamacpp.llama_server_apply) would.
+    change (account, directories, planning runtime, engine or image, models, removed instances) and, when those
+    are in place, plans and judges each instance against what runs with the very code of
+    C(llamafleet.llamacpp.llama_server_apply), for either runtime.
   - A host that is RV(current) needs nothing. The role skips its steps and reports RV(report), read from the
     running engines. Any other host goes through the role's steps, which change what RV(why) names.
   - A host that another rollout holds (the lock of C(llamafleet.llamacpp.llama_server_lock)) fails here, naming
     the holder; a holder of this controller that no longer runs is not counted.
-  - The compose runtime is not judged here yet; its hosts are never RV(current) and go through the role's steps.
 author:
   - llamafleet maintainers (@llamafleet)
 extends_documentation_fragment:
   - llamafleet.llamacpp.instance_settings
+  - llamafleet.llamacpp.attributes.action
 options:
   instances:
     description: The role's C(llama_server_instances).
     type: list
     elements: dict
     default: []
-  runtime:
-    description: The role's C(llama_server_runtime), C(systemd) or C(compose).
-    type: str
-    default: systemd
-  image:
-    description: The role's C(llama_server_image) (compose).
-    type: str
-    default: ""
-  image_pull:
-    description: The role's C(llama_server_image_pull) (compose).
-    type: str
-    default: missing
-  compose_project:
-    description: The role's C(llama_server_compose_project).
-    type: str
-    default: llamafleet
-  compose_dir:
-    description: The role's C(llama_server_compose_dir).
-    type: str
-    default: /etc/llamafleet/compose
+  presets:
+    description: The role's C(llama_server_presets).
+    type: dict
+    default: {}
   engine_bin:
     description: The role's C(llama_server_engine_bin).
     type: str
@@ -75,10 +60,10 @@ options:
     type: list
     elements: dict
     default: []
-  runtime_marker:
-    description: The file in the planning venv that records what it was built from.
+  venv:
+    description: The planning venv on the target; its interpreter runs the judge, and it records what it was built from.
     type: str
-    default: /opt/llamafleet/venv/llamafleet-runtime.json
+    default: ""
   runtime_manifest:
     description: What the planning venv must have been built from (packages, wheels, pip arguments).
     type: dict
@@ -115,22 +100,8 @@ seealso:
   - module: llamafleet.llamacpp.llama_server_instance
   - module: llamafleet.llamacpp.llama_server_judge
 attributes:
-  action:
-    description: Runs on the controller and calls one module on the target.
-    support: full
-  async:
-    description: Cannot run asynchronously.
-    support: none
   check_mode:
-    description: Changes nothing in any mode, so check mode gives the same answer.
-    support: full
-  diff_mode:
-    description: Reports nothing to diff.
-    support: none
-  platform:
-    description: Target systems it runs on.
-    support: full
-    platforms: posix
+    details: Changes nothing in any mode, so check mode gives the same answer.
 """
 
 EXAMPLES = r"""
@@ -139,7 +110,7 @@ EXAMPLES = r"""
     instances: [{name: main, preset: small, api_key: "{{ vault_llama_key }}"}]
     presets: {small: {MODEL: gemma-3-270m-q4_k_m.gguf, CTX: 4096}}
     engine_bin: /usr/local/bin/llama-server
-    python: /opt/llamafleet/venv/bin/python
+    venv: /opt/llamafleet/venv
   register: judged
 
 - name: Converge only what needs it
@@ -165,4 +136,8 @@ report:
   returned: always
   type: list
   elements: dict
+engine:
+  description: The engine binary as installed (the role uses it instead of reading the install marker again).
+  returned: always
+  type: str
 """

@@ -10,93 +10,46 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: llama_server_instance
-short_description: Plan, render and apply one llama-server instance as a systemd service
+short_description: Plan, render and apply one llama-server instance as a systemd or compose service
 version_added: "0.2.0"
 description:
   - The one step of the C(llamafleet.llamacpp.llama_server) role per instance. On the controller it layers the
-    instance's preset (its named preset, then its C(settings), then its port, host and GPU selection),
-    takes the API key out of it, and plans the instance on the target with C(llamafleet.llamacpp.llama_server_plan)
-    (probes, the typed preset, the engine's own parser as preflight).
-  - It renders the hardened systemd unit from the plan in Python and hands it to
-    C(llamafleet.llamacpp.llama_server_apply), which writes it, restarts only when what runs differs from the
-    plan, waits for C(/health), verifies C(/props) and rolls back on failure.
+    instance's preset (its named preset, then its C(settings), then its port, host and GPU selection) and takes
+    the API key out of it.
+  - It then makes one module run on the target, C(llamafleet.llamacpp.llama_server_apply), which plans the instance
+    (probes, the typed preset, the engine's own parser as preflight), renders its files (a hardened systemd unit,
+    or a compose file with O(settings.runtime=compose)), restarts or recreates it only when what runs differs
+    from the plan, waits for C(/health), verifies C(/props) and rolls back on failure.
+  - An instance in state C(absent) is stopped and every file it had is removed.
   - Returns the instance's report row (RV(report)), built from what runs on the host.
 author:
   - llamafleet maintainers (@llamafleet)
 extends_documentation_fragment:
   - llamafleet.llamacpp.instance_settings
+  - llamafleet.llamacpp.attributes.action
 options:
   instance:
     description:
-      - The instance, as an item of the role's C(llama_server_instances) (C(name), C(preset), C(settings),
-        C(port), C(host), C(cuda_visible_devices), C(api_key), C(environment)).
+      - The instance, as an item of the role's C(llama_server_instances) (C(name), C(state), C(preset),
+        C(settings), C(port), C(host), C(cuda_visible_devices), C(api_key), C(environment)).
     type: dict
     required: true
-  engine:
-    description: Path of the C(llama-server) binary on the target.
-    type: str
-    default: ""
-  runtime:
-    description:
-      - C(systemd) (a unit per instance) or C(compose) (a service of the host's compose project, applied with
-        C(community.docker.docker_compose_v2), which must be installed on the controller).
-    type: str
-    choices: [systemd, compose]
-    default: systemd
-  compose:
-    description: The compose runtime's settings (with O(runtime=compose)).
+  presets:
+    description: The named presets (the role's C(llama_server_presets)).
     type: dict
     default: {}
-    suboptions:
-      image:
-        description: The image that runs the engine (its entrypoint is C(llama-server)).
-        type: str
-        default: ""
-      image_id:
-        description: The image's ID, kept as a label so a new image under the same name recreates the container.
-        type: str
-        default: ""
-      project:
-        description: The compose project of the host.
-        type: str
-        default: llamafleet
-      dir:
-        description: The project's directory, one file per instance.
-        type: str
-        default: /etc/llamafleet/compose
-      docker_cli:
-        description: The docker CLI on the target.
-        type: str
-        default: docker
-      docker_host:
-        description: The daemon (C(DOCKER_HOST)); empty for the default.
-        type: str
-        default: ""
-      docker_env:
-        description: Environment of the docker CLI on the target (e.g. C(DOCKER_CONFIG) for its plugins).
-        type: dict
-        default: {}
-      uid:
-        description: The service account's uid (the container's user).
-        type: int
-        default: 0
-      gid:
-        description: The service account's gid.
-        type: int
-        default: 0
-      health_command:
-        description: The container's health check command, before the health URL.
-        type: list
-        elements: str
-        default: [curl, --fail, --silent, --show-error, --output, /dev/null, --max-time, "4"]
-      log_lines:
-        description: How many lines of a failed container's log are reported.
-        type: int
-        default: 40
-      nofile:
-        description: The container's open-files limit; 0 keeps the daemon's.
-        type: int
-        default: 0
+  engine:
+    description:
+      - Path of the C(llama-server) binary on the target; with the compose runtime its path inside the image
+        (default O(settings.image_binary)).
+    type: str
+    default: ""
+  venv:
+    description:
+      - The planning venv on the target (C(gguf), C(nvidia-ml-py)); its interpreter runs the module. Empty for the
+        host's own interpreter.
+    type: str
+    default: ""
   pending:
     description:
       - Why the instance cannot be planned yet (check mode on a host where the engine, the planning runtime or a
@@ -104,29 +57,17 @@ options:
     type: str
     default: ""
 notes:
-  - The API key (C(api_key) of O(instance), or the preset's C(API_KEY)) goes only into root-only credential files on the
-    target. It is never in the unit, the command line, the result or the log.
+  - The API key (C(api_key) of O(instance), or the preset's C(API_KEY)) goes only into root-only credential files on
+    the target. It is never in the unit, the compose file, the command line, the result or the log.
 seealso:
-  - module: llamafleet.llamacpp.llama_server_plan
   - module: llamafleet.llamacpp.llama_server_apply
+  - module: llamafleet.llamacpp.llama_server_plan
 attributes:
-  action:
-    description: Runs on the controller and calls modules on the target.
-    support: full
-  async:
-    description: Cannot run asynchronously.
-    support: none
   check_mode:
-    description: Can run in check mode and predict its result without changing the target.
-    support: full
-    details: The plan and apply modules take the same decisions and change nothing; the row says C(previewed).
+    details: The module takes the same decisions and changes nothing; the row says C(previewed).
   diff_mode:
-    description: Shows the unit file's diff.
     support: full
-  platform:
-    description: Target systems it runs on.
-    support: full
-    platforms: posix
+    details: The unit or compose file's diff.
 """
 
 EXAMPLES = r"""
@@ -135,7 +76,7 @@ EXAMPLES = r"""
     instance: {name: main, preset: small, port: 8080, api_key: "{{ vault_llama_key }}"}
     presets: {small: {MODEL: gemma-3-270m-q4_k_m.gguf, CTX: 4096}}
     engine: /opt/llamafleet/engines/b11434/bin/llama-server
-    python: /opt/llamafleet/venv/bin/python
+    venv: /opt/llamafleet/venv
   register: deployed
 """
 
@@ -148,11 +89,11 @@ report:
   returned: always
   type: dict
 plan:
-  description: The plan module's result (argv, env, notes, decisions, facts), without the key.
+  description: What the plan decided (argv, env, notes, decisions, facts), without the key.
   returned: when planned
   type: dict
 applied:
-  description: The apply module's result.
-  returned: when applied
+  description: The rest of C(llamafleet.llamacpp.llama_server_apply)'s result (restarted, reasons, health, ...).
+  returned: always
   type: dict
 """

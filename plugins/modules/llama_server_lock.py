@@ -18,6 +18,8 @@ description:
   - The file lives in C(/run) by default, so a reboot clears it.
 author:
   - llamafleet maintainers (@llamafleet)
+extends_documentation_fragment:
+  - llamafleet.llamacpp.attributes.action
 options:
   state:
     description: V(acquired) takes the lock (or keeps it, for the same holder); V(released) gives it back.
@@ -48,19 +50,9 @@ notes:
   - Only the Python standard library is used on the target.
 attributes:
   action:
-    description: The action part runs on the controller to fill in the holder and check whether it is alive.
-    support: full
+    details: The action part fills in the holder and checks, on the controller, whether a holder is alive.
   check_mode:
-    description: Can run in check mode and predict its result without changing the target.
-    support: full
     details: Fails when another live rollout holds the host, and writes nothing.
-  diff_mode:
-    description: Reports nothing to diff.
-    support: none
-  platform:
-    description: Target systems it runs on.
-    support: full
-    platforms: posix
 """
 
 EXAMPLES = r"""
@@ -92,10 +84,13 @@ import time  # noqa: E402
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.rollout_lock import (  # noqa: E402
-    DEFAULT_PATH,
     LockHeld,
     decide,
     holder_id,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import (  # noqa: E402
+    LOCK_LEASE_S,
+    LOCK_PATH,
 )
 
 
@@ -103,8 +98,8 @@ def main() -> None:
     module = AnsibleModule(
         argument_spec={
             "state": {"type": "str", "choices": ["acquired", "released"], "default": "acquired"},
-            "path": {"type": "path", "default": DEFAULT_PATH},
-            "lease_s": {"type": "int", "default": 21600},
+            "path": {"type": "path", "default": LOCK_PATH},
+            "lease_s": {"type": "int", "default": LOCK_LEASE_S},
             "holder": {"type": "dict", "default": {}},
             "take_over": {"type": "str", "default": ""},
         },

@@ -18,6 +18,8 @@ description:
   - A missing file is listed in RV(fetch) too.
 author:
   - llamafleet maintainers (@llamafleet)
+extends_documentation_fragment:
+  - llamafleet.llamacpp.attributes
 options:
   models:
     description: The model files.
@@ -51,16 +53,7 @@ notes:
   - Only the Python standard library is used.
 attributes:
   check_mode:
-    description: Can run in check mode and predict its result without changing the target.
-    support: full
     details: Files are hashed when needed but no marker is written.
-  diff_mode:
-    description: Reports nothing to diff.
-    support: none
-  platform:
-    description: Target systems it runs on.
-    support: full
-    platforms: posix
 """
 
 EXAMPLES = r"""
@@ -95,6 +88,7 @@ import os  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.models import write_marker  # noqa: E402
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.model_markers import (  # noqa: E402
     changed_what,
     file_digest,
@@ -102,7 +96,6 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.model_
     marker_matches,
     marker_path,
     read_marker,
-    write_marker,
 )
 
 

@@ -23,6 +23,8 @@ description:
     through a root-only environment file (RV(api_key_via_env)).
 author:
   - llamafleet maintainers (@llamafleet)
+extends_documentation_fragment:
+  - llamafleet.llamacpp.attributes
 options:
   preset:
     description:
@@ -173,16 +175,7 @@ seealso:
   - module: llamafleet.llamacpp.gguf_info
 attributes:
   check_mode:
-    description: Can run in check mode and predict its result without changing the target.
-    support: full
     details: The module never changes the host; in check mode it does not write its engine-text cache either.
-  diff_mode:
-    description: Reports nothing to diff; it never changes files.
-    support: none
-  platform:
-    description: Target systems it runs on.
-    support: full
-    platforms: posix
 """
 
 EXAMPLES = r"""

@@ -1,7 +1,7 @@
 # Copyright: (c) 2026, llamafleet maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What the host judge reads of a host besides its instances: account, directories, planning runtime, engine,
-models, removed instances and the rollout lock. Read-only.
+"""What the host judge reads of a host besides its instances: account, directories, planning runtime, engine (or
+the compose runtime's image), models, removed instances and the rollout lock. Read-only.
 
 Each function returns why the role would change something ("" or [] when it would not), in the words of the
 report. The expectations come from the role (its directory table, runtime manifest, engine marker), the same
@@ -17,10 +17,14 @@ import pwd
 import stat
 from collections.abc import Callable, Mapping, Sequence
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import (
+    InstancePaths,
+    container_name,
+    instance_files,
+    unit_name,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.model_markers import unverified_why
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.service import read_unit_state
-
-Runner = Callable[[Sequence[str]], tuple[int, str, str]]
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.service import Runner, read_unit_state
 
 
 def _uid(name: str) -> int | None:
@@ -83,12 +87,18 @@ def runtime_problem(marker: str, manifest: Mapping) -> str:
     return ""
 
 
+def read_engine_marker(path: str) -> dict | None:
+    """An engine archive's install marker ({url, checksum, bin}); None when there is none or it is unreadable."""
+    found = _json_file(path)
+    return found if isinstance(found, dict) else None
+
+
 def engine_binary(engine: Mapping) -> tuple[str, str]:
     """(the engine's path, "") when it is installed as wanted; ("", why) when the engine step has work."""
     binary = str(engine.get("bin") or "")
     if not binary:
-        marker = _json_file(str(engine.get("marker") or ""))
-        if not isinstance(marker, dict) or marker.get("checksum") != engine.get("checksum"):
+        marker = read_engine_marker(str(engine.get("marker") or ""))
+        if marker is None or marker.get("checksum") != engine.get("checksum"):
             return "", "the engine archive is not installed yet"
         binary = str(marker.get("bin") or "")
     if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
@@ -105,18 +115,34 @@ def model_problems(models: Sequence[Mapping], marker_dir: str) -> list[str]:
     return problems
 
 
-def absent_problems(run: Runner, files_of: Mapping[str, Sequence[str]]) -> list[str]:
-    """An instance in state absent still has files, or systemd still knows its unit."""
-    problems = []
-    for name, files in files_of.items():
-        left = [path for path in files if os.path.lexists(path)]
-        if left:
-            problems.append(f"instance {name} is to be absent but {left[0]} is still there")
-            continue
-        state = read_unit_state(run, f"llama-server-{name}.service")
-        if state.loaded or state.active_state == "failed":
-            problems.append(f"instance {name} is to be absent but systemd still has its unit")
-    return problems
+def image_problem(docker_run: Runner, settings: Mapping) -> str:
+    """The compose runtime's image is on the host, and the role would not pull it again."""
+    if settings["image_pull"] == "always":
+        return "llama_server_image_pull is always: the role pulls the image on every run"
+    rc, _out, _err = docker_run([settings["docker_cli"], "image", "inspect", "--format", "{{.Id}}",
+                                 settings["image"]])
+    return "" if rc == 0 else f"the image {settings['image']} is not on this host yet"
+
+
+def unit_known(run: Runner, name: str) -> bool:
+    state = read_unit_state(run, unit_name(name))
+    return state.loaded or state.active_state == "failed"
+
+
+def container_known(docker_run: Runner, settings: Mapping, name: str) -> bool:
+    rc, _out, _err = docker_run([settings["docker_cli"], "container", "inspect", "--format", "{{.Id}}",
+                                 container_name(name)])
+    return rc == 0
+
+
+def absent_problem(name: str, paths: InstancePaths, unit_file: str, known: Callable[[str], bool]) -> str:
+    """An instance in state absent still has files, or its service manager still knows it."""
+    left = [path for path in instance_files(paths, unit_file) if os.path.lexists(path)]
+    if left:
+        return f"instance {name} is to be absent but {left[0]} is still there"
+    if known(name):
+        return f"instance {name} is to be absent but its service still exists"
+    return ""
 
 
 def read_lock(path: str) -> dict:

@@ -9,6 +9,10 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping
 
+# What the report keeps of a plan (the rest stays on the host).
+PLAN_REPORT_KEYS = ("argv", "exec_start", "env", "notes", "plan_warnings", "decisions", "facts", "preflight",
+                    "unset_environment")
+
 
 def _observed_ctx(props: Mapping) -> str:
     n_ctx = props.get("n_ctx")
@@ -55,6 +59,7 @@ def report_entry(name: str, plan: Mapping, applied: Mapping, unit: str) -> dict:
         runs_plan=bool(applied.get("runs_plan")),
         build=str(props.get("build_info") or ""),
         rolled_back=bool(applied.get("rolled_back")),
+        rewritten=list(applied.get("rewritten") or []),
     )
     if entry["state"] == "failed":
         entry["error"] = str(applied.get("error") or applied.get("msg") or "failed")
@@ -67,3 +72,8 @@ def early_entry(name: str, state: str, error: str = "", unit: str = "", changed:
     if error:
         entry["error"] = error
     return entry
+
+
+def absent_entry(name: str, changed: bool, unit: str = "") -> dict:
+    """The row of an instance in state absent: removed by this run (changed), or already gone."""
+    return {"instance": name, "unit": unit, "state": "absent", "changed": changed, "restarted": False}

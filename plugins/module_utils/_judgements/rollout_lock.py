@@ -12,7 +12,7 @@ import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-DEFAULT_PATH = "/run/llamafleet/rollout.lock"
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import LOCK_PATH
 
 
 class LockHeld(Exception):
@@ -53,7 +53,7 @@ def expired(current: Mapping, lease_s: int, now: int) -> bool:
 
 
 def decide(current: Mapping, me: Mapping, *, state: str, lease_s: int, take_over: str, now: int,
-           path: str = DEFAULT_PATH) -> LockDecision:
+           path: str = LOCK_PATH) -> LockDecision:
     """What acquiring or releasing does to a lock that ``current`` holds ({} = free); LockHeld when refused."""
     held = bool(current)
     mine = held and holder_id(current) == holder_id(me)

@@ -57,9 +57,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("environment", "dict", {}),  # spec() hands out a copy
     Setting("engine_official", "bool", False),
     Setting("allow_open", "bool", False),
-    # The systemd unit.
-    Setting("nvidia", "str", "auto"),
-    Setting("protect_home", "str", "yes"),
+    # The systemd unit (nvidia also decides a compose service's GPU reservation).
+    Setting("nvidia", "raw", "auto"),
+    Setting("protect_home", "str", "yes", choices=("yes", "read-only", "tmpfs")),
     Setting("restart_sec", "int", 5),
     Setting("stop_timeout_s", "int", 30),
     Setting("limit_nofile", "int", 65536),

@@ -1,8 +1,9 @@
 """What a running engine must report when it runs a plan: read once from the final command line.
 
-After a start, ``GET /props`` says what the engine really opened. The apply step compares it with these
-expectations; anything the command line leaves to the engine (an automatic slot count, a context ``--fit``
-may shrink, a per-slot limit) is expected as "unknown" (0 or ""), and is then reported but not judged.
+After a start, ``GET /props`` says what the engine really opened. The instance step compares it with these
+expectations (``_judgements/props.py``); anything the command line leaves to the engine (an automatic slot
+count, a context ``--fit`` may shrink, a per-slot limit) is expected as "unknown" (0 or ""), and is then
+reported but not judged.
 
 Facts measured on llama.cpp b11434 (CPU build, Gemma-3-270M), ``/props`` after ``/health`` answered 200:
 
@@ -16,7 +17,7 @@ Facts measured on llama.cpp b11434 (CPU build, Gemma-3-270M), ``/props`` after `
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.argv_tokens import (
@@ -95,34 +96,3 @@ def expectations(argv: Sequence[str], gguf: GGUFInfo | None, engine_fits_itself:
         ngl=flag_value(argv, *NGL_FLAGS),
         cache_ram=flag_value(argv, *CACHE_RAM_FLAGS),
     )
-
-
-def props_problems(props: Mapping, expected: Mapping) -> list[str]:
-    """Where ``GET /props`` of a started engine contradicts the expectations; [] = it runs the plan.
-
-    ``props`` is the engine's JSON; ``expected`` an ``Expectations.as_dict()``. Only what the plan fixed is
-    judged: a context must be the planned one padded (per slot, or whole with a unified cache).
-    """
-    problems = []
-    settings = props.get("default_generation_settings") if isinstance(props, Mapping) else None
-    n_ctx = settings.get("n_ctx") if isinstance(settings, Mapping) else None
-    slots = props.get("total_slots") if isinstance(props, Mapping) else None
-    model = props.get("model_path") if isinstance(props, Mapping) else None
-    if not isinstance(n_ctx, int) or not isinstance(slots, int) or slots < 1:
-        return ["/props did not give default_generation_settings.n_ctx and total_slots"]
-    want_slots = int(expected.get("slots") or 0)
-    if want_slots and slots != want_slots:
-        problems.append(f"total_slots is {slots}, the plan has {want_slots} (--parallel)")
-    want_ctx = int(expected.get("ctx") or 0)
-    if want_ctx:
-        unified = expected.get("kv_unified") or ""
-        totals = {"on": [n_ctx], "off": [n_ctx * slots]}.get(unified, [n_ctx, n_ctx * slots])
-        padded = -(-want_ctx // CTX_PAD) * CTX_PAD
-        if not any(padded - CTX_PAD * slots < total <= padded for total in totals):
-            problems.append(
-                f"n_ctx is {n_ctx} per slot with {slots} slot(s), the plan has a context of {want_ctx} tokens"
-            )
-    want_model = expected.get("model_path") or ""
-    if want_model and model != want_model:
-        problems.append(f"model_path is {model!r}, the plan has {want_model!r}")
-    return problems

@@ -1,6 +1,6 @@
 """The preset an instance runs: its named preset, then its own settings, then its port, host and GPU selection.
 
-Pure; used on the controller by the instance action and by the role's filters.
+Pure; used on the controller by the instance and host actions and by the role's filters.
 """
 
 from __future__ import annotations
@@ -56,3 +56,11 @@ def instance_preset(instance, presets) -> dict:
     specials = {key: instance[option] for option, key in INSTANCE_PRESET_KEYS.items()
                 if instance.get(option) is not None and instance.get(option) != ""}
     return merge_preset(base, instance.get("settings"), specials)
+
+
+def preset_and_key(instance, presets) -> tuple[dict, str]:
+    """The instance's layered preset without any key, and its key: the instance's ``api_key``, else the preset's
+    ``API_KEY`` ("" for none). The key only ever travels apart, to root-only credential files."""
+    preset = instance_preset(instance, presets)
+    key = str(instance.get("api_key") or preset.get("API_KEY") or "").strip()
+    return {name: value for name, value in preset.items() if name != "API_KEY"}, key

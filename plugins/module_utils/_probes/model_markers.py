@@ -3,7 +3,8 @@
 """Markers of verified model files: size, mtime and inode recorded when the checksum last matched.
 
 ``llama_server_models`` hashes a file only when these changed; the host judge (``llama_server_host``) reads the
-same markers and hashes nothing: a file whose marker no longer matches is left to the models step.
+same markers and hashes nothing: a file whose marker no longer matches is left to the models step. Read-only:
+the models step writes a marker with ``_converge/models.py``.
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.files import write_atomically
 
 CHUNK = 8 << 20
 
@@ -53,10 +52,6 @@ def changed_what(marker: dict, now: dict) -> str:
     if marker.get("mtime_ns") != now["mtime_ns"]:
         return "its modification time changed"
     return "it is another file (inode)"
-
-
-def write_marker(path: str, checksum: str, now: dict) -> None:
-    write_atomically(path, (json.dumps({"checksum": checksum, **now}, sort_keys=True) + "\n").encode(), 0o644)
 
 
 def marker_matches(marker: dict, now: dict, checksum: str) -> bool:

@@ -107,19 +107,6 @@ def read_props(url: str, unix_socket: str = "", timeout: float = 5.0, headers: M
     return data if isinstance(data, dict) else None
 
 
-def props_summary(props: Mapping | None) -> dict:
-    """The few /props fields a report shows."""
-    if not props:
-        return {}
-    settings = props.get("default_generation_settings") or {}
-    return {
-        "n_ctx": settings.get("n_ctx") if isinstance(settings, Mapping) else None,
-        "total_slots": props.get("total_slots"),
-        "model_path": props.get("model_path"),
-        "build_info": props.get("build_info"),
-    }
-
-
 def wait_healthy(
     url: str,
     unix_socket: str,

@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import CUDA_ORDER, container_name
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.engine_inputs import (
     CONTAINER_NO_CONFIG_MOUNTS,
     NO_CONFIG_HOME,
@@ -70,10 +71,6 @@ def secret_name(instance: str) -> str:
     return f"llama-server-{instance}-api-key"
 
 
-def container_name(instance: str) -> str:
-    return f"llama-server-{instance}"
-
-
 def gpu_reservation(gpus: bool, selection: str) -> list[dict]:
     """The ``deploy.resources.reservations.devices`` list: ``device_ids`` for a selection, else ``count: all``.
 
@@ -122,7 +119,7 @@ def container_gpu_env(reservation: Sequence[Mapping]) -> dict[str, str | None]:
     on_bus = sorted(ids, key=int)
     ranks = [on_bus.index(i) for i in ids]
     renumbered = None if ranks == sorted(ranks) else ",".join(str(r) for r in ranks)
-    return {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": renumbered}
+    return {**CUDA_ORDER, "CUDA_VISIBLE_DEVICES": renumbered}
 
 
 def health_url(decisions: Mapping) -> str:
@@ -179,6 +176,12 @@ def service_environment_no_config(env: Mapping[str, str]) -> dict[str, str]:
     return {**env, "XDG_CONFIG_HOME": NO_CONFIG_HOME}
 
 
+def container_environment(spec: ServiceSpec, plan_env: Mapping[str, str]) -> dict[str, str]:
+    """Every variable the service sets in its container, as the engine sees it (before compose's escaping)."""
+    return service_environment_no_config(service_environment(spec, plan_env, gpu_reservation(spec.gpus,
+                                                                                                spec.gpu_selection)))
+
+
 def compose_fragment(argv: Sequence[str], plan_env: Mapping[str, str], decisions: Mapping, spec: ServiceSpec) -> dict:
     """The compose file of one instance: ``services`` (one) and, with a key, ``secrets``.
 
@@ -194,14 +197,15 @@ def compose_fragment(argv: Sequence[str], plan_env: Mapping[str, str], decisions
             f"instance {spec.name}: the engine must read its key from {SECRET_PATH} (--api-key-file); an engine "
             "without --api-key-file would need the key in the container's environment, which docker inspect shows"
         )
-    env = service_environment_no_config(service_environment(spec, plan_env, reservation))
+    env = container_environment(spec, plan_env)
 
     volumes = [
-        {"type": "bind", "source": d, "target": d, "read_only": True, "bind": {"create_host_path": False}}
+        {"type": "bind", "source": escape(d), "target": escape(d), "read_only": True,
+         "bind": {"create_host_path": False}}
         for d in dict.fromkeys(spec.model_dirs)
     ]
     if spec.slot_dir:
-        volumes.append({"type": "bind", "source": spec.slot_dir, "target": spec.slot_dir,
+        volumes.append({"type": "bind", "source": escape(spec.slot_dir), "target": escape(spec.slot_dir),
                         "bind": {"create_host_path": False}})
 
     service: dict = {
@@ -239,5 +243,5 @@ def compose_fragment(argv: Sequence[str], plan_env: Mapping[str, str], decisions
     fragment: dict = {"services": {spec.name: service}}
     if spec.key_file:
         service["secrets"] = [{"source": secret_name(spec.name), "target": SECRET_TARGET}]
-        fragment["secrets"] = {secret_name(spec.name): {"file": spec.key_file}}
+        fragment["secrets"] = {secret_name(spec.name): {"file": escape(spec.key_file)}}
     return fragment

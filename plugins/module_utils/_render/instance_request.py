@@ -1,10 +1,9 @@
 # Copyright: (c) 2026, llamafleet maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What one systemd instance asks of the target: the plan request, the open-server guard, the apply request.
+"""What an instance asks of the planner, and the small texts the instance step writes beside its service.
 
-Pure. The instance action (controller) and the host judge (``llama_server_host``, on the target) build the same
-requests from the same role settings, so an instance is planned, rendered and judged one way only. ``settings``
-is the role's per-instance settings as the ``llama_server_instance`` options hold them.
+Pure. The instance step (``_converge/step.py``) builds its ``llama_server_plan`` options here, for both runtimes,
+from the instance and the settings table (``_layout/settings.py``), so an instance is planned one way only.
 """
 
 from __future__ import annotations
@@ -12,91 +11,48 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.compose_service import (
-    SECRET_PATH,
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import (
     container_name,
+    credential_path,
+    paths_of,
+    unit_name,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_instance import (
-    InstancePaths,
-    InstanceSettings,
-    RenderedInstance,
-    credential_content,
-    health_timeout_s,
-    instance_paths,
-    key_file_for,
-)
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_unit import unit_name
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.compose_service import SECRET_PATH
 
-# The role settings (llama_server_instance options) the unit's content depends on.
-_UNIT_SETTINGS = ("user", "group", "home", "config_dir", "credentials_dir", "nvidia", "protect_home",
-                  "restart_sec", "stop_timeout_s", "limit_nofile")
+GIB = 1 << 30
 
 
-def unit_settings(settings: Mapping) -> InstanceSettings:
-    return InstanceSettings(**{name: settings[name] for name in _UNIT_SETTINGS if name in settings})
-
-
-def service_environment(settings: Mapping, instance: Mapping) -> dict:
-    """The role's environment, then the instance's own (which wins)."""
-    return {**(settings.get("environment") or {}), **(instance.get("environment") or {})}
-
-
-def plan_request(name: str, instance: Mapping, preset: Mapping, key: str, settings: Mapping) -> dict:
-    """The ``llama_server_plan`` options for this instance (the key stays out: only its file's path goes in)."""
-    paths = instance_paths(name, unit_settings(settings))
-    return {
-        "bin": settings["engine"],
+def plan_request(name: str, preset: Mapping, environment: Mapping, *, has_key: bool, engine: str,
+                 settings: Mapping) -> dict:
+    """The ``llama_server_plan`` options of this instance. The key stays out: only the path the engine reads it
+    from goes in. ``environment`` is the service's (the settings' with the instance's over it)."""
+    paths = paths_of(name, settings)
+    request = {
+        "bin": engine,
         "home": paths.home_dir,
         "model_dirs": [settings["models_dir"], *settings.get("model_dirs", [])],
         "instance": name,
         "unit": unit_name(name),
         "preset": {k: v for k, v in preset.items() if k != "API_KEY"},
-        "environment": service_environment(settings, instance),
-        "api_key_file": key_file_for(name, bool(key)),
+        "environment": dict(environment),
+        "api_key_file": credential_path(name) if has_key else "",
         "engine_official": settings["engine_official"],
-        "cache_dir": f"{settings['plan_cache_dir']}/{name}",
+        "cache_dir": paths.plan_cache,
         "state_file": paths.state_file,
     }
-
-
-def open_server_refusal(name: str, decisions: Mapping, key: str, allow_open: bool) -> str:
-    """Why this plan may not be deployed as it is (a server open beyond loopback without a key); "" when it may."""
-    if decisions.get("loopback_only") or key or allow_open:
-        return ""
-    return (f"instance {name} would listen on {decisions.get('host')} (beyond loopback) without an API key. Give "
-            "it an api_key (vault), listen on 127.0.0.1, or set llama_server_allow_open: true to accept an open "
-            "server.")
-
-
-def apply_request(name: str, plan: Mapping, rendered: RenderedInstance, paths: InstancePaths, *, key: str,
-                  settings: Mapping) -> dict:
-    """The ``llama_server_apply`` options for this planned and rendered instance (the key goes in, no_log)."""
-    decisions = plan["decisions"]
-    facts = plan.get("facts") or {}
-    return {
-        "instance": name,
-        "unit_content": rendered.unit_content,
-        "argv": list(plan["argv"]),
-        "environment": dict(rendered.environment),
-        "credentials": [{"path": path, "label": label, "content": credential_content(holds, key)}
-                        for path, label, holds in rendered.credentials],
-        "remove": list(rendered.remove),
-        "home_dir": paths.home_dir,
-        "user": settings["user"],
-        "group": settings["group"],
-        "expect": dict(decisions.get("expect") or {}),
-        "api_key": key,
-        "health_url": decisions["health_url"],
-        "health_unix_socket": decisions.get("health_unix_socket") or "",
-        "health_timeout_s": health_timeout_s(int(facts.get("model_bytes") or 0),
-                                             settings["health_timeout_base_s"], settings["health_timeout_per_gib_s"]),
-        "listen_timeout_s": settings["health_listen_timeout_s"],
-        "health_delay_s": settings["health_delay_s"],
-        "journal_lines": settings["journal_lines"],
-        "state_file": paths.state_file,
-        "last_good_dir": f"{settings['config_dir']}/last-good",
-        "state_content": state_content(facts),
-    }
+    if settings["runtime"] == "compose":
+        # The engine's help comes from the image that will run, its own container is neither a port conflict nor
+        # used RAM, and the key is read from the compose secret's path.
+        request.update(
+            bin=engine or settings["image_binary"],
+            unit="",
+            container=container_name(name),
+            engine_image=settings["image"],
+            docker_cli=settings["docker_cli"],
+            docker_host=settings["docker_host"],
+            api_key_file=SECRET_PATH if has_key else "",
+        )
+    return request
 
 
 def state_content(facts: Mapping) -> str:
@@ -105,24 +61,11 @@ def state_content(facts: Mapping) -> str:
     return json.dumps({"ram_avail_mib": int(facts.get("ram_avail_mib") or 0)}, indent=4) + "\n"
 
 
-# What the report keeps of a plan (the rest stays on the host).
-PLAN_REPORT_KEYS = ("argv", "exec_start", "env", "notes", "plan_warnings", "decisions", "facts", "preflight",
-                    "unset_environment")
+def health_timeout_s(model_bytes: int, base_s: int, per_gib_s: int) -> int:
+    """How long a (re)started instance may take to answer /health 200: grows with the model."""
+    return int(base_s + -(-per_gib_s * max(model_bytes, 0) // GIB))
 
 
-def compose_plan_request(name: str, instance: Mapping, preset: Mapping, key: str, settings: Mapping, *,
-                         compose: Mapping) -> dict:
-    """The ``llama_server_plan`` options of a compose instance: the engine's help comes from the image that will
-    run, its own container is neither a port conflict nor used RAM, and the key is read from the secret's path."""
-    request = plan_request(name, instance, preset, key, settings)
-    request.update(
-        bin="",
-        unit="",
-        container=container_name(name),
-        engine_image=compose["image"],
-        docker_cli=compose["docker_cli"],
-        api_key_file=SECRET_PATH if key else "",
-    )
-    if compose.get("docker_host"):
-        request["docker_host"] = compose["docker_host"]
-    return request
+def credential_content(holds: str, key: str) -> str:
+    """A credential file's text: the bare key, or the environment file of an engine without --api-key-file."""
+    return f"LLAMA_API_KEY={key}\n" if holds == "env" else f"{key}\n"

@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import credential_path
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.engine_inputs import (
     NO_CONFIG_HOME,
     SYSTEM_CONFIG_DIR,
@@ -22,8 +23,6 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.system
     quote_exec_word,
 )
 
-UNIT_DIR = "/etc/systemd/system"
-CREDENTIALS_DIR = "/run/credentials"
 DOCUMENTATION_URL = "https://github.com/ggml-org/llama.cpp/tree/master/tools/server"
 
 # ExecStartPre of a unit with a slot directory ($1 = directory, $2 = 1 when SLOT_PERSIST is on). It runs as the
@@ -39,19 +38,6 @@ SLOT_SCRIPT = (
 
 class UnitRenderError(ValueError):
     """A value that cannot be written into a unit file (a newline, a NUL, an unquotable word)."""
-
-
-def unit_name(instance: str) -> str:
-    return f"llama-server-{instance}.service"
-
-
-def unit_path(instance: str) -> str:
-    return f"{UNIT_DIR}/{unit_name(instance)}"
-
-
-def credential_path(instance: str) -> str:
-    """Where the engine reads its key file: systemd's LoadCredential= directory of the unit."""
-    return f"{CREDENTIALS_DIR}/{unit_name(instance)}/api_key"
 
 
 @dataclass(frozen=True)

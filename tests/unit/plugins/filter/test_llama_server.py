@@ -1,4 +1,4 @@
-"""Filters of the llama_server role: merge_preset and plan_summary."""
+"""Filters of the llama_server role: instance_preset, instances_in_state, model_files, layout_path."""
 
 import pytest
 from ansible.errors import AnsibleFilterError
@@ -7,125 +7,29 @@ from ansible_collections.llamafleet.llamacpp.plugins.filter.llama_server import 
     FilterModule,
     instance_preset,
     instances_in_state,
-    merge_preset,
-    plan_summary,
+    layout_path,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.listen import health_target, loopback_only
-
-
-def test_merge_preset_upper_cases_and_later_layers_win():
-    merged = merge_preset({"ctx": 8192, "Ngl": 99, "EXTRA_ARGS": "--jinja"}, None, {"CTX": 4096}, {"port": 8081})
-    assert merged == {"CTX": 4096, "NGL": 99, "EXTRA_ARGS": "--jinja", "PORT": 8081}
-
-
-def test_merge_preset_keeps_values_as_they_are():
-    assert merge_preset({"reasoning": True, "api_key": None}) == {"REASONING": True, "API_KEY": None}
-
-
-@pytest.mark.parametrize(
-    "layers",
-    [pytest.param(([1, 2],), id="list-layer"), pytest.param(({" ": 1},), id="empty-key")],
-)
-def test_merge_preset_refuses_bad_layers(layers):
-    with pytest.raises(AnsibleFilterError):
-        merge_preset({}, *layers)
-
-
-PLAN = {
-    "argv": ["/opt/e/llama-server", "-m", "/srv/models/g.gguf", "-c", "4096", "--host", "127.0.0.1", "--port",
-             "8090", "-ngl", "auto", "--cache-ram", "2048", "--api-key-file", "/run/credentials/x/api_key",
-             "-c", "8192"],
-    "notes": [{"id": "a", "text": "x"}, {"id": "b", "text": "y"}],
-    "facts": {"model": "/srv/models/g.gguf", "model_bytes": 253112320, "gpus": [{"index": 0}, {"index": 1}],
-              "vram_mib": 49152, "ram_mib": 24000, "ram_avail_mib": 20000},
-    # What llama_server_plan decided (planner.Decisions): read as it is, never re-derived from argv.
-    "decisions": {"host": "127.0.0.2", "port": "8090", "loopback_only": True,
-                  "health_url": "http://127.0.0.2:8090/health", "health_unix_socket": ""},
-}
-
-
-def test_plan_summary():
-    summary = plan_summary(PLAN)
-    assert summary == {
-        "model": "g.gguf",
-        "model_path": "/srv/models/g.gguf",
-        "model_bytes": 253112320,
-        "ctx": "8192",  # the last -c wins, as in the engine
-        "ngl": "auto",
-        "cache_ram": "2048",
-        "gpus": 2,
-        "vram_mib": 49152,
-        "ram_mib": 24000,
-        "ram_avail_mib": 20000,
-        "notes_count": 2,
-        "host": "127.0.0.2",
-        "port": "8090",
-        "loopback_only": True,
-        "health_url": "http://127.0.0.2:8090/health",
-        "health_unix_socket": "",
-    }
-
-
-def test_plan_summary_defaults_and_equals_form():
-    summary = plan_summary({"argv": ["/e/llama-server", "--ctx-size=2048", "--n-gpu-layers", "99"], "facts": None,
-                            "decisions": {}})
-    assert (summary["ctx"], summary["ngl"], summary["cache_ram"]) == ("2048", "99", "")
-    assert (summary["model"], summary["gpus"], summary["notes_count"]) == ("", 0, 0)
-
-
-@pytest.mark.parametrize("plan", [["argv"], {"argv": ["/b"]}, {"argv": [], "decisions": []}])
-def test_plan_summary_refuses_what_is_not_a_plan_result(plan):
-    with pytest.raises(AnsibleFilterError, match="with decisions"):
-        plan_summary(plan)
-
-
-@pytest.mark.parametrize(
-    ("host", "expected"),
-    [
-        pytest.param("127.0.0.1", True, id="v4-loopback"),
-        pytest.param("127.3.0.9", True, id="v4-loopback-net"),
-        pytest.param("::1", True, id="v6-loopback"),
-        pytest.param("[::1]", True, id="v6-bracketed"),
-        pytest.param("localhost", True, id="localhost"),
-        pytest.param("/run/llama/x.sock", True, id="unix-socket"),
-        pytest.param("127.0.0.1,::1", True, id="list-all-loopback"),
-        pytest.param("0.0.0.0", False, id="any-v4"),
-        pytest.param("::", False, id="any-v6"),
-        pytest.param("10.0.0.5", False, id="lan"),
-        pytest.param("127.0.0.1,10.0.0.5", False, id="list-one-open"),
-        pytest.param("myhost", False, id="hostname"),
-        pytest.param("", False, id="empty-is-default-any"),
-    ],
-)
-def test_loopback_only(host, expected):
-    assert loopback_only(host) is expected
-
-
-@pytest.mark.parametrize(
-    ("host", "url", "socket"),
-    [
-        pytest.param("0.0.0.0", "http://127.0.0.1:8080/health", "", id="any-v4"),
-        pytest.param("::", "http://[::1]:8080/health", "", id="any-v6"),
-        pytest.param("10.0.0.5,127.0.0.1", "http://10.0.0.5:8080/health", "", id="first-of-list"),
-        pytest.param("fd00::5", "http://[fd00::5]:8080/health", "", id="v6"),
-        pytest.param("myhost", "http://myhost:8080/health", "", id="hostname"),
-        pytest.param("/run/x.sock", "http://localhost/health", "/run/x.sock", id="unix-socket"),
-    ],
-)
-def test_health_target(host, url, socket):
-    assert health_target(host, 8080) == {"url": url, "unix_socket": socket}
 
 
 def test_registered_names():
-    assert set(FilterModule().filters()) == {"instance_files", "instance_preset", "instances_in_state",
-                                             "merge_preset", "model_files", "plan_summary"}
+    assert set(FilterModule().filters()) == {"instance_preset", "instances_in_state", "layout_path", "model_files"}
 
 
-def test_instance_files_is_what_state_absent_removes():
-    files = FilterModule().filters()["instance_files"]("main", "/etc/l", "/etc/l/cred", "/var/cache/l", "/var/lib/l")
-    assert files == ["/etc/systemd/system/llama-server-main.service", "/etc/l/cred/main.key", "/etc/l/cred/main.env",
-                     "/etc/l/instance-main.json", "/etc/l/last-good/main", "/var/cache/l/main",
-                     "/var/lib/l/instances/main"]
+@pytest.mark.parametrize(
+    ("directory", "name", "path"),
+    [
+        ("/opt/llamafleet/venv", "runtime_marker", "/opt/llamafleet/venv/llamafleet-runtime.json"),
+        ("/opt/llamafleet/engines/b1", "engine_marker", "/opt/llamafleet/engines/b1/.llamafleet-engine.json"),
+        ("/var/lib/llamafleet/models", "model_marker_dir", "/var/lib/llamafleet/models/.llamafleet"),
+    ],
+)
+def test_layout_path(directory, name, path):
+    assert layout_path(directory, name) == path
+
+
+def test_layout_path_names_what_it_knows():
+    with pytest.raises(AnsibleFilterError, match="'unit' is not one of engine_marker, model_marker_dir"):
+        layout_path("/x", "unit")
 
 
 PRESETS = {"gemma": {"model": "g.gguf", "ctx": 4096, "port": 8080, "API_KEY": "k"}, "empty": {}}

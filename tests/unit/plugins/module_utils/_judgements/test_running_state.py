@@ -16,6 +16,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.ru
     parse_deleted_maps,
     parse_environ,
     parse_show,
+    container_reasons,
     restart_reasons,
     unit_state,
 )
@@ -105,7 +106,7 @@ def test_environment_differences_name_variables_only(running, differing):
          ["the engine is not running (inactive/dead)"]),
         ({"cmdline": (*ARGV[:4], "2048", *ARGV[5:])}, (),
          ["the running engine's command line is not the plan's: word 4 is '2048', the plan has '4096'"]),
-        ({"environ": {**ENV, "GGML_X": "1"}}, (), ["the running engine's environment is not the unit's: GGML_X"]),
+        ({"environ": {**ENV, "GGML_X": "1"}}, (), ["the running engine's environment is not the plan's: GGML_X"]),
         ({"environ": None}, (), []),  # unreadable: judged by argv alone
         ({"active_state": "activating", "sub_state": "start"}, (), []),  # Type=exec while starting
     ],
@@ -134,3 +135,32 @@ def test_an_engine_mapping_a_replaced_model_is_restarted():
     state = dataclasses.replace(RUNNING, deleted_maps=("/var/lib/llamafleet/models/gemma.gguf", "/tmp/x.so"))
     assert restart_reasons(state, ARGV, ENV) == [
         "the engine still maps a model file that was replaced on disk: /var/lib/llamafleet/models/gemma.gguf"]
+
+
+CONTAINER = UnitState(load_state="loaded", active_state="active", sub_state="running", main_pid=4242,
+                      cmdline=ARGV[1:], environ={**ENV, "LLAMA_ARG_HOST": "0.0.0.0", "PATH": "/usr/bin"})
+
+
+@pytest.mark.parametrize(
+    ("change", "files", "reasons"),
+    [
+        ({}, (), []),  # the image's own variables (LLAMA_ARG_HOST here) are not the plan's business
+        ({}, ("the compose file",), ["the compose file changed"]),
+        ({"load_state": "not-found", "active_state": "", "main_pid": 0}, ("the compose file",),
+         ["the compose file changed", "the container does not exist yet"]),
+        ({"active_state": "failed", "sub_state": "exited", "main_pid": 0}, (),
+         ["the container is not running (exited)"]),
+        ({"active_state": "activating", "sub_state": "restarting", "main_pid": 0}, (),
+         ["the container is not running (restarting)"]),
+        ({"cmdline": ("/opt/e/llama-server", *ARGV[1:])}, (),  # no interpreter words before a container's command
+         ["the running engine's command line is not the plan's: word 0 is '/opt/e/llama-server', the plan has '-m'"]),
+        ({"environ": {"PATH": "/usr/bin"}}, (),
+         ["the running engine's environment is not the plan's: XDG_CONFIG_HOME, CUDA_VISIBLE_DEVICES"]),
+        ({"deleted_maps": ("/m/a.gguf",)}, (),
+         ["the engine still maps a model file that was replaced on disk: /m/a.gguf"]),
+    ],
+    ids=["runs the plan", "file", "no container", "exited", "restarting", "command", "environment", "model"],
+)
+def test_container_reasons(change, files, reasons):
+    state = dataclasses.replace(CONTAINER, **change)
+    assert container_reasons(state, ARGV[1:], ENV, files) == reasons

@@ -2,18 +2,15 @@
 
 import pytest
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import paths_of
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import defaults
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_instance import (
-    InstanceSettings,
-    credential_content,
-    health_timeout_s,
-    instance_paths,
-    key_file_for,
     render_instance,
     uses_nvidia,
 )
 
-SETTINGS = InstanceSettings()
-PATHS = instance_paths("main", SETTINGS)
+SETTINGS = defaults()
+PATHS = paths_of("main", SETTINGS)
 
 
 def plan(**change):
@@ -70,18 +67,3 @@ def test_decisions_reach_the_unit():
     assert "IPAddressDeny=any" in text
     assert " llamafleet-slots /s 1" in text
     assert "UnsetEnvironment=LLAMA_ARG_X" in text
-
-
-def test_key_contents_and_paths():
-    assert credential_content("key", "k1") == "k1\n"
-    assert credential_content("env", "k1") == "LLAMA_API_KEY=k1\n"
-    assert key_file_for("main", True) == "/run/credentials/llama-server-main.service/api_key"
-    assert key_file_for("main", False) == ""
-    assert PATHS.state_file == "/etc/llamafleet/instance-main.json"
-
-
-@pytest.mark.parametrize(
-    ("model_bytes", "expected"), [(0, 60), (1, 61), (1 << 30, 80), ((1 << 30) + 1, 81), (-5, 60), (250 << 20, 65)]
-)
-def test_health_timeout_grows_with_the_model(model_bytes, expected):
-    assert health_timeout_s(model_bytes, 60, 20) == expected

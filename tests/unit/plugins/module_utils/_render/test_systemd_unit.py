@@ -11,10 +11,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.engin
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_unit import (
     UnitRenderError,
     UnitSpec,
-    credential_path,
     render_unit,
-    unit_name,
-    unit_path,
 )
 
 BASE = UnitSpec(
@@ -109,9 +106,3 @@ def test_a_newline_in_a_value_is_escaped_not_written():
     got = render_unit(dataclasses.replace(BASE, argv=["/e", "-m", "a\nb"], environment={"X": "a\nb"}))
     assert 'ExecStart=/e -m "a\\nb"' in got.splitlines()
     assert 'Environment="X=a\\nb"' in got.splitlines()
-
-
-def test_names_and_paths():
-    assert unit_name("a") == "llama-server-a.service"
-    assert unit_path("a") == "/etc/systemd/system/llama-server-a.service"
-    assert credential_path("a") == "/run/credentials/llama-server-a.service/api_key"

@@ -1,0 +1,555 @@
+# Copyright: (c) 2026, llamafleet maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The instance step: one instance on the target, either runtime, planned, rendered, judged and applied.
+
+This is the one place an instance is deployed. ``llama_server_apply`` runs all of it for the instance action;
+``llama_server_judge`` runs its judgement only, for every instance of a host, so "nothing to do" means the same on
+both paths and for both runtimes. The runtime (``_converge/systemd.py`` or ``_converge/compose.py``) sits behind a
+small interface (``Runtime``): what runs, check and follow a write, (re)start, tell whether it is still starting,
+what the engine said, and remove. Everything else is common: the plan, the files and their verified copies, the
+restart decision, the health wait, the ``/props`` check, the rollback, the report row.
+
+A change that only touches comment lines of a file (the unit's or compose file's notes) rewrites it and restarts
+nothing: what the engine and its manager act on is the same.
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import shutil
+import stat
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.files import (
+    keep_copies,
+    read_bytes,
+    read_copies,
+    write_atomically,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.access import open_server_refusal
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.props import props_problems, props_summary
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.report import (
+    PLAN_REPORT_KEYS,
+    absent_entry,
+    early_entry,
+    report_entry,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.running_state import (
+    UnitState,
+    argv_matches,
+    first_difference,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import (
+    InstancePaths,
+    instance_files,
+    paths_of,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_request import (
+    plan_from_params,
+    with_defaults,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.service import (
+    http_get,
+    read_props,
+    wait_healthy,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.instance_request import (
+    health_timeout_s,
+    plan_request,
+    state_content,
+)
+
+HOME_MODE = 0o700
+
+
+class StepError(Exception):
+    """A change on the host that did not work (a command, a file); the message says which."""
+
+
+class RenderError(ValueError):
+    """The plan cannot be written into the runtime's files (the message names the value)."""
+
+
+@dataclass(frozen=True)
+class ManagedFile:
+    """A file the step owns: written atomically, owned by root, readable by ``group`` when one is named."""
+
+    path: str
+    content: bytes
+    mode: int
+    label: str  # how the report names it: "the unit file", "the API key", ...
+    group: str = ""
+    # The comment marker of its format: a difference in comment lines alone restarts nothing. "" = every byte counts.
+    comment: str = ""
+
+    def significant(self, data: bytes | None) -> bytes | None:
+        if data is None or not self.comment:
+            return data
+        marker = self.comment.encode()
+        return b"\n".join(line for line in data.split(b"\n") if not line.lstrip().startswith(marker))
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """What a runtime makes of a plan: its files (the service's own first), the files it no longer uses, and what
+    the running engine must show (its command as the runtime reports it, and its environment)."""
+
+    files: tuple[ManagedFile, ...]
+    remove: tuple[str, ...] = ()
+    command: tuple[str, ...] = ()
+    environment: Mapping[str, str] = field(default_factory=dict)
+
+
+class Runtime(Protocol):
+    """What the step needs of a runtime; systemd and compose each implement it."""
+
+    kind: str  # "systemd" or "compose"
+    service: str  # what the report names: the unit, or the container
+    interpreter_words: int  # words that may stand before the planned command in what runs
+    restored_words: str  # what a rollback restored, for its message
+
+    def log_title(self, lines: int) -> str: ...  # the heading of engine_says in a failure message
+
+    def render(self, plan: Mapping, key: str) -> Rendered: ...  # RenderError when it cannot
+
+    def read(self) -> UnitState: ...  # what runs
+
+    def reasons(self, state: UnitState, rendered: Rendered, changed: Sequence[str]) -> list[str]: ...
+
+    def needs_enable(self, state: UnitState) -> bool: ...
+
+    def check(self, rendered: Rendered) -> None: ...  # the runtime's own parser on new files; StepError
+
+    def written(self, rendered: Rendered) -> None: ...  # after files were written without a restart
+
+    def start(self, rendered: Rendered, reset: bool) -> None: ...  # (re)start or recreate; StepError
+
+    def enable(self) -> None: ...
+
+    def still_starting(self) -> bool: ...
+
+    def engine_says(self, since: float, lines: int) -> list[str]: ...
+
+    def remove(self) -> bool: ...  # stop the service before its files go; whether it did anything
+
+    def forget(self) -> None: ...  # after its files are gone
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What applying the instance now would do, from one reading of its files and of what runs."""
+
+    before: UnitState
+    changed_files: tuple[str, ...]  # labels of files whose content the engine or its manager acts on differs
+    comments_only: tuple[str, ...]  # labels of files whose comment lines alone differ
+    reasons: tuple[str, ...]  # why the engine must restart; () = it may keep running
+    enable: bool  # the unit is not enabled yet (systemd)
+    home_current: bool
+    state_current: bool
+    last_good_current: bool
+
+    @property
+    def settled(self) -> bool:
+        """Nothing to write, enable or restart (the engine's health is judged apart)."""
+        return (not (self.reasons or self.enable or self.comments_only) and self.home_current
+                and self.state_current)
+
+    def why_not_settled(self) -> str:
+        if self.reasons:
+            return "would restart: " + self.reasons[0]
+        if self.comments_only:
+            return f"{self.comments_only[0]} differs in its comments only (rewritten without a restart)"
+        if self.enable:
+            return "its unit is not enabled"
+        if not self.home_current:
+            return "its home directory is missing or has another owner or mode"
+        if not self.state_current:
+            return "its planning state file differs"
+        return ""
+
+
+@dataclass
+class Outcome:
+    """The module's result fields, and why the step failed ("" when it did not)."""
+
+    result: dict
+    failure: str = ""
+
+
+@dataclass(frozen=True)
+class Request:
+    """One instance as the step takes it (the ``llama_server_apply`` options; the judge builds the same)."""
+
+    name: str
+    preset: Mapping[str, str]
+    settings: Mapping
+    engine: str = ""
+    environment: Mapping[str, str] = field(default_factory=dict)  # the instance's own, over the settings'
+    key: str = ""
+
+    @property
+    def paths(self) -> InstancePaths:
+        return paths_of(self.name, self.settings, self.settings["compose_dir"] if self.compose else "")
+
+    @property
+    def compose(self) -> bool:
+        return self.settings["runtime"] == "compose"
+
+    @property
+    def service_environment(self) -> dict[str, str]:
+        merged = {**(self.settings.get("environment") or {}), **(self.environment or {})}
+        return {str(k): "" if v is None else str(v) for k, v in merged.items()}
+
+
+class InstanceStep:
+    """One instance's plan, files and engine, as the step sees and changes them."""
+
+    def __init__(self, request: Request, runtime: Runtime, plan: Mapping, rendered: Rendered):
+        self.request = request
+        self.runtime = runtime
+        self.plan = plan
+        self.rendered = rendered
+        self.name = request.name
+        self.paths = request.paths
+        decisions = plan["decisions"]
+        self.health_url = decisions["health_url"]
+        self.health_socket = decisions.get("health_unix_socket") or ""
+        self.expect = dict(decisions.get("expect") or {})
+        self.headers = {"Authorization": f"Bearer {request.key}"} if request.key else {}
+        self.state_text = state_content(plan.get("facts") or {}).encode()
+        self.remove_paths = [path for path in rendered.remove if os.path.lexists(path)]
+
+    # ---------------------------------------------------------------- readings
+    def _file_differences(self) -> tuple[list[str], list[str]]:
+        changed, comments = [], []
+        for managed in self.rendered.files:
+            found = read_bytes(managed.path)
+            if found == managed.content:
+                continue
+            if managed.significant(found) == managed.significant(managed.content):
+                comments.append(managed.label)
+            else:
+                changed.append(managed.label)
+        return changed + [f"{path} (no longer used)" for path in self.remove_paths], comments
+
+    def home_current(self) -> bool:
+        """The instance's home exists as the step leaves it: a directory of the service account, mode 0700."""
+        try:
+            found = os.stat(self.paths.home_dir)
+            uid, gid = _ids(self.request.settings)
+        except (OSError, KeyError):
+            return False
+        return (stat.S_ISDIR(found.st_mode) and (found.st_uid, found.st_gid) == (uid, gid)
+                and stat.S_IMODE(found.st_mode) == HOME_MODE)
+
+    def state_current(self) -> bool:
+        return read_bytes(self.paths.state_file) == self.state_text
+
+    def last_good_files(self) -> dict[str, bytes]:
+        """{original path: content} of the last verified deployment; {} when there is none."""
+        found = read_copies(self.paths.last_good)
+        return found if self.rendered.files[0].path in found else {}
+
+    def last_good_current(self) -> bool:
+        return self.last_good_files() == {f.path: f.content for f in self.rendered.files}
+
+    def judge(self) -> Judgement:
+        changed, comments = self._file_differences()
+        before = self.runtime.read()
+        return Judgement(
+            before=before,
+            changed_files=tuple(changed),
+            comments_only=tuple(comments),
+            reasons=tuple(self.runtime.reasons(before, self.rendered, changed)),
+            enable=self.runtime.needs_enable(before),
+            home_current=self.home_current(),
+            state_current=self.state_current(),
+            last_good_current=self.last_good_current(),
+        )
+
+    def observe(self) -> tuple[dict, UnitState, dict | None]:
+        """One reading of what runs: the report's part of it, the engine's state, and /props (None: none given)."""
+        state = self.runtime.read()
+        health, _body = http_get(self.health_url, self.health_socket, timeout=5.0)
+        props = read_props(self.health_url, self.health_socket, headers=self.headers) if health == 200 else None
+        report = {
+            "pid": state.main_pid if state.running else 0,
+            "health": health,
+            "props": props_summary(props),
+            "runs_plan": state.running and argv_matches(state.cmdline, self.rendered.command,
+                                                        self.runtime.interpreter_words),
+            "unit_state": state.as_dict(),
+        }
+        return report, state, props
+
+    def verify(self, state: UnitState, props: dict | None) -> list[str]:
+        """Where the engine is not the plan: its command line, then /props."""
+        problems = []
+        if not argv_matches(state.cmdline, self.rendered.command, self.runtime.interpreter_words):
+            problems.append("the started engine's command line is not the plan's: "
+                            + first_difference(state.cmdline, self.rendered.command))
+        if props is None:
+            problems.append("the engine answered /health but gave no /props")
+        else:
+            problems += [f"/props: {problem}" for problem in props_problems(props, self.expect)]
+        return problems
+
+    def diff(self) -> dict:
+        service_file = self.rendered.files[0]
+        before = read_bytes(service_file.path)
+        return {"before_header": service_file.path, "after_header": service_file.path,
+                "before": before.decode("utf-8", "replace") if before is not None else "",
+                "after": service_file.content.decode("utf-8", "replace")}
+
+    # ---------------------------------------------------------------- changes
+    def write_files(self, labels: Sequence[str] | None = None) -> None:
+        """Write the files that differ (only those with these labels, when given); remove the unused ones."""
+        for managed in self.rendered.files:
+            if (labels is None or managed.label in labels) and read_bytes(managed.path) != managed.content:
+                _write(managed.path, managed.content, managed.mode, managed.group)
+        if labels is None:
+            for path in self.remove_paths:
+                os.unlink(path)
+
+    def ensure_home(self) -> bool:
+        return _ensure_dir(self.paths.home_dir, self.request.settings)
+
+    def write_state(self) -> bool:
+        if self.state_current():
+            return False
+        write_atomically(self.paths.state_file, self.state_text, 0o644)
+        return True
+
+    def keep_last_good(self) -> None:
+        """Copy what now runs healthy, so a later failure (even after an interrupted run) can go back to it."""
+        keep_copies(self.paths.last_good, [(f.path, f.content, f.mode) for f in self.rendered.files])
+
+    def on_disk(self) -> dict[str, bytes]:
+        """The instance's files as they are now (the rollback when no verified copy exists yet)."""
+        paths = [f.path for f in self.rendered.files] + self.remove_paths
+        found = {path: read_bytes(path) for path in paths}
+        return {path: content for path, content in found.items() if content is not None}
+
+    def restore(self, previous: Mapping[str, bytes]) -> None:
+        by_path = {f.path: f for f in self.rendered.files}
+        for path, content in previous.items():
+            managed = by_path.get(path)
+            _write(path, content, managed.mode if managed else 0o600, managed.group if managed else "")
+        for managed in self.rendered.files:
+            if managed.path not in previous and os.path.lexists(managed.path):
+                os.unlink(managed.path)
+
+    def wait(self) -> tuple[int, str]:
+        settings = self.request.settings
+        return wait_healthy(
+            self.health_url,
+            self.health_socket,
+            timeout_s=health_timeout_s(int((self.plan.get("facts") or {}).get("model_bytes") or 0),
+                                       settings["health_timeout_base_s"], settings["health_timeout_per_gib_s"]),
+            listen_timeout_s=settings["health_listen_timeout_s"],
+            delay_s=settings["health_delay_s"],
+            still_starting=self.runtime.still_starting,
+        )
+
+    def remove_new(self) -> None:
+        """Take away a new instance that never worked: its service, files, state and verified copy."""
+        self.runtime.remove()
+        remove_paths([f.path for f in self.rendered.files] + [self.paths.state_file, self.paths.last_good])
+        self.runtime.forget()
+
+    # ---------------------------------------------------------------- the step
+    def apply(self, check_mode: bool, diff: bool) -> Outcome:
+        judged = self.judge()
+        result = {
+            "instance": self.name,
+            "unit": self.runtime.service,
+            "changed": bool(judged.reasons or judged.enable or judged.comments_only),
+            "restarted": False,
+            "would_restart": bool(judged.reasons),
+            "reasons": list(judged.reasons),
+            "rewritten": [] if judged.reasons else list(judged.comments_only),
+            "rolled_back": False,
+        }
+        if diff and (judged.changed_files or judged.comments_only) and self.rendered.files[0].label in (
+                *judged.changed_files, *judged.comments_only):
+            result["diff"] = self.diff()
+        if check_mode:
+            return self._done(result, "previewed")
+        try:
+            result["changed"] |= self.ensure_home()
+            if not judged.reasons:
+                if judged.comments_only:
+                    self.write_files(judged.comments_only)
+                    self.runtime.written(self.rendered)
+                if judged.enable:
+                    self.runtime.enable()
+                observed = self.observe()[0]
+                if observed["health"] == 200 and observed["runs_plan"]:
+                    self.keep_last_good()
+                result["changed"] |= self.write_state()
+                return self._done({**result, **observed}, "deployed")
+        except (OSError, StepError) as err:
+            return self._failed(result, f"instance {self.name}: {err}")
+        return self._deploy(judged.before, result)
+
+    def _deploy(self, before: UnitState, result: dict) -> Outcome:
+        """Write, restart, wait, verify; on any failure go back to the last verified files (or remove a new one)."""
+        previous = self.last_good_files() or (self.on_disk() if before.running else {})
+        try:
+            self.runtime.check(self.rendered)
+        except StepError as err:
+            return self._failed(result, f"instance {self.name}: {err} (nothing was changed)")
+        started_at = time.time()
+        why = ""
+        observed: dict = {}
+        try:
+            self.write_files()
+            self.runtime.start(self.rendered, reset=before.active_state == "failed" or before.start_limited
+                               or before.n_restarts > 0)
+            result["restarted"] = True
+            status, why = self.wait()
+            result["health"] = status
+            if not why:
+                # One reading serves the check and the report.
+                observed, state, props = self.observe()
+                why = "; ".join(self.verify(state, props))
+        except (OSError, StepError) as err:
+            why = str(err)
+        if not why:
+            self.keep_last_good()
+            self.write_state()
+            return self._done({**result, **observed, "changed": True}, "deployed")
+
+        engine_says = self.runtime.engine_says(started_at, self.request.settings["journal_lines"])
+        outcome = self._roll_back(previous)
+        if outcome == "rolled back":
+            result["rolled_back"] = True
+            tail = f" — {self.runtime.restored_words}"
+        elif outcome == "removed":
+            tail = " — the new instance was removed"
+        else:
+            tail = f" — the rollback did not complete: {outcome}"
+        lines = [f"instance {self.name}: {why}{tail}"]
+        if engine_says:
+            lines.append(self.runtime.log_title(len(engine_says)))
+            lines += engine_says
+        observed = self.observe()[0]
+        result = {**result, **observed, "error": why + tail, "engine_says": engine_says, "changed": True}
+        return Outcome(self._row(result, "failed"), failure="\n".join(lines))
+
+    def _roll_back(self, previous: Mapping[str, bytes]) -> str:
+        try:
+            if not previous:
+                self.remove_new()
+                return "removed"
+            self.restore(previous)
+            self.runtime.start(self.rendered, reset=True)
+            _status, why = self.wait()
+            return why or "rolled back"
+        except (OSError, StepError) as err:
+            return str(err)
+
+    # ---------------------------------------------------------------- results
+    def _row(self, result: dict, state: str) -> dict:
+        applied = {**result, "state": state}
+        return {**applied, "report": report_entry(self.name, self.plan, applied, self.runtime.service),
+                "plan": {k: self.plan.get(k) for k in PLAN_REPORT_KEYS}}
+
+    def _done(self, result: dict, state: str) -> Outcome:
+        if state == "previewed":
+            result = {**result, **self.observe()[0]}
+        return Outcome(self._row(result, state))
+
+    def _failed(self, result: dict, message: str) -> Outcome:
+        return Outcome(self._row({**result, "error": message}, "failed"), failure=message)
+
+
+# -------------------------------------------------------------------- planning and the instance's start
+def plan_instance(request: Request, runtime: Runtime, check_mode: bool) -> tuple[InstanceStep | None, Outcome | None]:
+    """Plan and render the instance: (the step, None), or (None, the outcome of an instance that cannot be deployed:
+    a failed plan, an external preset, an open server, a plan its runtime cannot write)."""
+    name, service = request.name, runtime.service
+    options = plan_request(name, request.preset, request.service_environment, has_key=bool(request.key),
+                           engine=request.engine, settings=request.settings)
+    planned = plan_from_params(with_defaults(options), check_mode)
+    if planned.failure:
+        message = f"instance {name}: {planned.failure}"
+        return None, Outcome({"plan": planned.result, "report": early_entry(name, "failed", message
+                                                                             + " (nothing was changed)", service)},
+                             failure=message)
+    result = planned.result
+    if result.get("external"):
+        entry = early_entry(name, "external", unit=service)
+        entry["notes_count"] = len(result.get("notes") or [])
+        return None, Outcome({"plan": result, "report": entry})
+    refusal = open_server_refusal(name, result["decisions"], request.key, request.settings["allow_open"])
+    if refusal:
+        return None, Outcome({"plan": result, "report": early_entry(name, "failed", refusal
+                                                                   + " (nothing was changed)", service)},
+                             failure=refusal)
+    try:
+        rendered = runtime.render(result, request.key)
+    except RenderError as err:
+        message = f"instance {name}: the plan cannot be written into its {runtime.kind} files: {err}"
+        return None, Outcome({"plan": result, "report": early_entry(name, "failed", message, service)},
+                             failure=message)
+    return InstanceStep(request, runtime, result, rendered), None
+
+
+def remove_instance(request: Request, runtime: Runtime, check_mode: bool, service_file: str) -> Outcome:
+    """State absent: stop and forget the service, then remove every file the instance had."""
+    files = instance_files(request.paths, service_file)
+    present = [path for path in files if os.path.lexists(path)]
+    known = runtime.read().loaded
+    if check_mode:
+        would = bool(present or known)
+        return Outcome({"changed": would, "report": absent_entry(request.name, would, runtime.service)})
+    try:
+        changed = runtime.remove() if known else False
+        remove_paths(present)
+        if known or present:
+            runtime.forget()
+    except (OSError, StepError) as err:
+        message = f"instance {request.name}: its removal did not complete: {err}"
+        return Outcome({"report": early_entry(request.name, "failed", message, runtime.service)}, failure=message)
+    changed = bool(present) or changed
+    return Outcome({"changed": changed, "report": absent_entry(request.name, changed, runtime.service)})
+
+
+# -------------------------------------------------------------------- small helpers
+def remove_paths(paths: Sequence[str]) -> None:
+    for path in paths:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        elif os.path.lexists(path):
+            os.unlink(path)
+
+
+def _ids(settings: Mapping) -> tuple[int, int]:
+    return pwd.getpwnam(settings["user"]).pw_uid, grp.getgrnam(settings["group"]).gr_gid
+
+
+def _write(path: str, content: bytes, mode: int, group: str) -> None:
+    write_atomically(path, content, mode)
+    if group and os.geteuid() == 0:
+        os.chown(path, 0, grp.getgrnam(group).gr_gid)
+
+
+def _ensure_dir(path: str, settings: Mapping) -> bool:
+    """A directory of the service account, mode 0700; True when it had to be made or fixed."""
+    uid, gid = _ids(settings)
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        found = None
+    if found is not None and (found.st_uid, found.st_gid, stat.S_IMODE(found.st_mode)) == (uid, gid, HOME_MODE):
+        return False
+    os.makedirs(path, mode=HOME_MODE, exist_ok=True)
+    os.chown(path, uid, gid)
+    os.chmod(path, HOME_MODE)
+    return True

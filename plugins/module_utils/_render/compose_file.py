@@ -1,0 +1,98 @@
+# Copyright: (c) 2026, llamafleet maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One planned instance as its compose file's text: the plan's notes as comments, then the service in YAML.
+
+Pure, and written on the target (the instance step and the host judge render the file where they judge it), where
+no YAML library can be counted on. So the YAML is written here, in one deliberately plain form that needs no
+library to be right: block mappings and sequences, every string double-quoted with JSON's escapes (all of them
+valid in a YAML double-quoted scalar), keys bare only when they read as plain strings in YAML 1.1 and 1.2 alike.
+A unit test reads the text back with PyYAML and with the compose parser's own rules in mind (no key that turns
+into a boolean or a number).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.compose_service import (
+    ServiceSpec,
+    compose_fragment,
+)
+
+# A key written bare: a plain word that no YAML version reads as anything but a string.
+_BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+_NOT_BARE = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
+INDENT = "  "
+
+
+def _key(key) -> str:
+    text = str(key)
+    if _BARE_KEY.fullmatch(text) and text.lower() not in _NOT_BARE:
+        return text
+    return json.dumps(text)
+
+
+def _scalar(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    # ensure_ascii: a lone surrogate or any control character becomes an escape, never a raw byte.
+    return json.dumps(str(value), ensure_ascii=True)
+
+
+def _is_scalar(value) -> bool:
+    return not isinstance(value, (Mapping, list, tuple)) or not value
+
+
+def _empty(value) -> str:
+    return "{}" if isinstance(value, Mapping) else "[]"
+
+
+def yaml_lines(value, depth: int = 0) -> list[str]:
+    """A mapping or sequence as block YAML lines, ``depth`` levels in."""
+    pad = INDENT * depth
+    lines: list[str] = []
+    items = value.items() if isinstance(value, Mapping) else ((None, item) for item in value)
+    for key, item in items:
+        lead = f"{pad}{_key(key)}:" if isinstance(value, Mapping) else f"{pad}-"
+        if _is_scalar(item):
+            text = _empty(item) if isinstance(item, (Mapping, list, tuple)) else _scalar(item)
+            lines.append(f"{lead} {text}")
+        elif isinstance(value, Mapping) or not isinstance(item, Mapping):
+            lines.append(lead)
+            lines += yaml_lines(item, depth + 1)
+        else:
+            # A mapping in a sequence starts on the dash's line: "- key: value", its other keys under the first.
+            nested = yaml_lines(item, depth + 1)
+            lines += [f"{pad}- {nested[0][len(pad) + len(INDENT):]}", *nested[1:]]
+    return lines
+
+
+def _one_line(text) -> str:
+    return re.sub(r"\s+", " ", str(text))
+
+
+def compose_file_text(name: str, plan: Mapping, spec: ServiceSpec, project: str,
+                      managed: str = "Ansible managed") -> str:
+    """The file; raises ComposeError when the plan cannot run as a compose service."""
+    fragment = compose_fragment([str(w) for w in plan["argv"]], dict(plan.get("env") or {}),
+                                dict(plan["decisions"]), spec)
+    lines = [
+        f"# {_one_line(managed)}",
+        f"# llamafleet.llamacpp.llama_server: instance {name} of compose project {project}",
+        "# The command below was planned by llamafleet.llamacpp.llama_server_plan; why:",
+    ]
+    lines += note_comments(plan.get("notes") or (), plan.get("plan_warnings") or ())
+    return "\n".join([*lines, *yaml_lines(fragment)]) + "\n"
+
+
+def note_comments(notes: Sequence[Mapping], warnings: Sequence[Mapping]) -> list[str]:
+    lines = [f"# [{note['id']}] {_one_line(note['text'])}" for note in notes]
+    return lines + [f"# warning [{note['id']}] {_one_line(note['text'])}" for note in warnings]
