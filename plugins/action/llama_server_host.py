@@ -108,8 +108,8 @@ class ActionModule(ActionBase):
                         "home": args["settings"]["home"], "shell": args["user_shell"], "comment": args["user_comment"]},
             "directories": args["directories"],
             "planning_venv": {"marker": runtime_marker(args["venv"]), "manifest": args["runtime_manifest"]},
-            "engine": {"bin": args["engine_bin"], "marker": engine_marker(args["engine_dir"]),
-                       "checksum": args["engine_archive_checksum"]},
+            "engine": {"bin": args["engine_bin"], "checksum": args["engine_archive_checksum"],
+                       "marker": engine_marker(args["engine_dir"]) if args["engine_dir"] else ""},
             "models": [{"path": m["path"], "checksum": m["checksum"]}
                        for m in model_files(args["models"], args["settings"]["models_dir"])],
             "unit_dir": args["unit_dir"],

@@ -1,8 +1,7 @@
 """The summary action writes the table on the controller, only when it differs, and reports no change."""
 
-from unittest import mock
-
 from ansible_collections.llamafleet.llamacpp.plugins.action import fleet_summary as action_module
+from tests.unit.support import actions
 
 HOSTVARS = {
     "h1": {"llama_fleet_status": "ok", "llama_server_report": [{"instance": "main", "state": "deployed",
@@ -12,13 +11,7 @@ HOSTVARS = {
 
 
 def run_action(**args):
-    task = mock.MagicMock()
-    task.args = args
-    task.async_val = 0
-    task.check_mode = True
-    action = action_module.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None,
-                                        shared_loader_obj=None)
-    return action.run(task_vars={"hostvars": HOSTVARS})
+    return actions.run_action(action_module, args, task_vars={"hostvars": HOSTVARS}, check_mode=True)[0]
 
 
 def test_writes_the_table_once_and_changes_nothing(tmp_path):

@@ -5,36 +5,24 @@ in for by recorded answers (it has its own tests, and the molecule scenarios run
 import json
 import os
 import socket
-from unittest import mock
 
 from ansible_collections.llamafleet.llamacpp.plugins.action import llama_server_host as action_module
+from tests.unit.support import actions
 
 KEY = "k-very-secret-2"
 ROW = {"instance": "main", "state": "deployed", "ctx": "4096", "error": f"nothing {KEY}"}
 
 
 def run_action(answer, **more):
-    task = mock.MagicMock()
-    task.args = {
+    args = {
         "instances": [{"name": "main", "preset": "small", "api_key": KEY}, {"name": "old", "state": "absent"}],
         "presets": {"small": {"model": "a.gguf", "ctx": 4096}},
-        "engine_bin": "/e/llama-server", "python": "/opt/venv/bin/python",
+        "engine_bin": "/e/llama-server", "venv": "/opt/venv",
         "models": [{"url": "https://h/a.gguf", "checksum": "sha256:ab"}],
         **more,
     }
-    task.async_val = 0
-    task.check_mode = False
-    task.diff = False
-    action = action_module.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None,
-                                        shared_loader_obj=None)
-    calls = []
-
-    def execute(module_name, module_args, task_vars):
-        calls.append((module_name, module_args, task_vars))
-        return json.loads(json.dumps(answer))
-
-    action._execute_module = execute
-    return action.run(task_vars={"ansible_play_name": "Judge the fleet"}), calls
+    return actions.run_action(action_module, args, lambda _name, _args: answer,
+                              {"ansible_play_name": "Judge the fleet"})
 
 
 def test_a_current_host_and_the_wire_options():
@@ -46,11 +34,16 @@ def test_a_current_host_and_the_wire_options():
     assert args["keys"] == {"main": KEY}
     assert KEY not in json.dumps({k: v for k, v in args.items() if k != "keys"})
     # The layered preset, without the key (the instance's api_key is not part of it either).
-    assert args["instances"] == [{"name": "main", "environment": None, "preset": {"MODEL": "a.gguf", "CTX": 4096}}]
+    assert args["instances"] == [{"name": "main", "environment": {}, "preset": {"MODEL": "a.gguf", "CTX": 4096}}]
     assert args["absent"] == ["old"]
     assert args["models"] == [{"path": "/var/lib/llamafleet/models/a.gguf", "checksum": "sha256:ab"}]
-    assert args["settings"]["engine"] == ""
-    assert {"presets", "python"}.isdisjoint(args["settings"])
+    assert args["planning_venv"]["marker"] == "/opt/venv/llamafleet-runtime.json"
+    assert args["engine"] == {"bin": "/e/llama-server", "marker": "", "checksum": ""}
+    archive = run_action({"current": False, "why": [], "report": [], "lock_holder": {}}, engine_bin="",
+                         engine_archive_url="https://h/e.tgz", engine_archive_checksum="sha256:e",
+                         engine_dir="/opt/e/b1")[1][0][1]
+    assert archive["engine"] == {"bin": "", "marker": "/opt/e/b1/.llamafleet-engine.json", "checksum": "sha256:e"}
+    assert args["settings"]["runtime"] == "systemd"
     assert KEY not in json.dumps(result)
 
 
@@ -94,6 +87,9 @@ def test_a_gone_holder_of_this_controller_or_an_expired_one_is_not_counted():
     assert result["current"] is True
 
 
-def test_compose_hosts_go_through_the_steps():
-    result, calls = run_action({}, runtime="compose", image="ghcr.io/ggml-org/llama.cpp:server")
-    assert (result["current"], calls) == (False, [])
+def test_compose_hosts_are_judged_like_systemd_hosts():
+    result, [(name, args, _vars)] = run_action({"current": True, "why": [], "report": [ROW], "engine": "/app/x",
+                                                "lock_holder": {}},
+                                               settings={"runtime": "compose", "image": "ghcr.io/ggml-org/x:server"})
+    assert (name, args["settings"]["runtime"], result["current"], result["engine"]) == (
+        "llamafleet.llamacpp.llama_server_judge", "compose", True, "/app/x")

@@ -2,27 +2,16 @@
 
 import os
 import socket
-from unittest import mock
 
 from ansible_collections.llamafleet.llamacpp.plugins.action import llama_server_lock as action_module
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import rollout_holder
+from tests.unit.support import actions
 
 
 def run_action(answers, args=None):
-    task = mock.MagicMock()
-    task.args = args or {}
-    task.async_val = 0
-    task.check_mode = False
-    action = action_module.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None,
-                                        shared_loader_obj=None)
-    calls = []
-
-    def execute(module_name, module_args, task_vars):
-        calls.append(dict(module_args))
-        return dict(answers[len(calls) - 1])
-
-    action._execute_module = execute
-    return action.run(task_vars={"ansible_play_name": "Deploy llama-server"}), calls
+    result, calls = actions.run_action(action_module, args or {}, answers,
+                                       {"ansible_play_name": "Deploy llama-server"})
+    return result, [module_args for _name, module_args, _vars in calls]
 
 
 def test_the_holder_is_this_rollout():

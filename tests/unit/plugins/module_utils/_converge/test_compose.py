@@ -25,7 +25,7 @@ def docker(tmp_path, monkeypatch):
     return Docker(tmp_path, monkeypatch)
 
 
-def apply(docker, tmp_path, ctx="4096", note="as planned", key=KEY, check_mode=False, **more):
+def apply(docker, tmp_path, ctx="4096", note="as planned", *, key=KEY, check_mode=False, **more):
     params = {"name": "main", "preset": {"CTX": ctx, "NOTE": note}, "engine": "", "api_key": key,
               "settings": settings_for(tmp_path, **{"runtime": "compose", "image": Docker.IMAGE, **more})}
     outcome = instance.apply(params, docker.run, docker.run, check_mode=check_mode, diff=True)
@@ -61,7 +61,8 @@ def test_a_change_of_comments_only_is_written_and_recreates_nothing(docker, tmp_
     assert (result["changed"], result["restarted"], result["rewritten"]) == (True, False, ["the compose file"])
     assert "# [note.test] CTX 4096" in compose_file(tmp_path).read_text()
     assert docker.container()["Id"] == container
-    assert "compose up" not in docker.verbs() and "compose config" not in docker.verbs()
+    assert "compose up" not in docker.verbs()
+    assert "compose config" not in docker.verbs()
 
 
 def test_what_runs_decides(docker, tmp_path):
@@ -99,18 +100,21 @@ def test_a_failed_start_goes_back_to_the_last_verified_file(docker, tmp_path):
     verified = compose_file(tmp_path).read_text()
     docker.crash_when = lambda command: "1024" in command
     result = apply(docker, tmp_path, ctx="1024")
-    assert result["rolled_back"] is True and result["report"]["state"] == "failed"
+    assert result["rolled_back"] is True
+    assert result["report"]["state"] == "failed"
     assert "rolled back to the last verified compose file, whose container is healthy again" in result["failure"]
     assert "docker logs llama-server-main (last 2 lines):" in result["failure"]
     assert compose_file(tmp_path).read_text() == verified
-    assert docker.running() and "4096" in docker.container()["Config"]["Cmd"]
+    assert docker.running()
+    assert "4096" in docker.container()["Config"]["Cmd"]
 
 
 def test_a_new_instance_that_never_worked_is_removed(docker, tmp_path):
     docker.crash_when = lambda command: True
     result = apply(docker, tmp_path)
     assert "the new instance was removed" in result["failure"]
-    assert docker.container() is None and not compose_file(tmp_path).exists()
+    assert docker.container() is None
+    assert not compose_file(tmp_path).exists()
     assert not (tmp_path / "etc" / "cred" / "main.key").exists()
 
 
@@ -118,7 +122,8 @@ def test_check_mode_previews_and_changes_nothing(docker, tmp_path):
     result = apply(docker, tmp_path, check_mode=True)
     assert (result["state"], result["would_restart"]) == ("previewed", True)
     assert '"-m"' in result["diff"]["after"]
-    assert not compose_file(tmp_path).exists() and docker.container() is None
+    assert not compose_file(tmp_path).exists()
+    assert docker.container() is None
 
 
 def test_an_image_that_is_not_there_fails_before_anything_changes(docker, tmp_path):
@@ -135,7 +140,8 @@ def test_state_absent_removes_the_container_and_its_files(docker, tmp_path):
     gone = instance.apply(params, docker.run, docker.run, check_mode=False, diff=False).result
     assert gone["report"] == {"instance": "main", "unit": "llama-server-main", "state": "absent", "changed": True,
                               "restarted": False}
-    assert docker.container() is None and not compose_file(tmp_path).exists()
+    assert docker.container() is None
+    assert not compose_file(tmp_path).exists()
     again = instance.apply(params, docker.run, docker.run, check_mode=False, diff=False).result
     assert again["changed"] is False
 

@@ -10,13 +10,13 @@ import pytest
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.running_state import (
     UnitState,
     argv_matches,
+    container_reasons,
     environment_differences,
     first_difference,
     parse_cmdline,
     parse_deleted_maps,
     parse_environ,
     parse_show,
-    container_reasons,
     restart_reasons,
     unit_state,
 )

@@ -1,0 +1,34 @@
+"""Run one of the collection's action plugins in-process, its modules stood in for by recorded answers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from unittest import mock
+
+
+def run_action(action_module, args: Mapping, answers: Callable | Mapping | list | None = None,
+               task_vars: Mapping | None = None, check_mode: bool = False) -> tuple[dict, list]:
+    """(the action's result, the (module, args, task_vars) it executed). ``answers``: a function of (module,
+    args), a mapping by module name, or a list answered in order."""
+    task = mock.MagicMock()
+    task.args = dict(args)
+    task.async_val = 0
+    task.check_mode = check_mode
+    task.diff = False
+    action = action_module.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None,
+                                        shared_loader_obj=None)
+    calls: list = []
+
+    def execute(module_name, module_args, task_vars):
+        calls.append((module_name, dict(module_args), task_vars))
+        if callable(answers):
+            found = answers(module_name, module_args)
+        elif isinstance(answers, list):
+            found = answers[len(calls) - 1]
+        else:
+            found = (answers or {})[module_name]
+        return json.loads(json.dumps(found))  # a copy, as a module's JSON result would be
+
+    action._execute_module = execute
+    return action.run(task_vars=dict(task_vars or {})), calls
