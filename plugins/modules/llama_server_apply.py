@@ -11,7 +11,7 @@ short_description: Plan, render and apply one llama-server instance on this host
 version_added: "0.2.0"
 description:
   - The target half of C(llamafleet.llamacpp.llama_server_instance), in one run on the host, for either runtime
-    (O(settings.runtime)): a systemd unit per instance, or a service of the host's compose project.
+    (O(settings.runtime)) - a systemd unit per instance, or a service of the host's compose project.
   - Plans the instance (the probes and the engine's own parser, as C(llamafleet.llamacpp.llama_server_plan) does),
     refuses a server open beyond loopback without a key, and renders its files (the hardened unit and its
     credentials, or the compose file and its key).

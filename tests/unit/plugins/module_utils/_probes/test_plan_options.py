@@ -1,8 +1,7 @@
-"""llama_server_plan's options are declared once (plan_options.py): its documentation and ProbeOptions follow."""
+"""llama_server_plan's options are declared once (plan_options.py): ProbeOptions follows it (and its documentation,
+tests/unit/plugins/test_option_docs.py)."""
 
 import dataclasses
-
-import yaml
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_host import ProbeOptions
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_options import (
@@ -10,22 +9,6 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_o
     argument_spec,
     copied_fields,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.modules.llama_server_plan import DOCUMENTATION
-
-DOCUMENTED = yaml.safe_load(DOCUMENTATION)["options"]
-
-
-def test_the_documentation_has_exactly_the_tables_options():
-    assert set(DOCUMENTED) == set(argument_spec())
-
-
-def test_types_defaults_and_elements_match_the_documentation():
-    for name, spec in argument_spec().items():
-        doc = DOCUMENTED[name]
-        assert doc["type"] == spec["type"], name
-        assert doc.get("default") == spec.get("default"), name
-        assert doc.get("elements") == spec.get("elements"), name
-        assert doc.get("description"), name
 
 
 def test_copied_options_fill_existing_probe_fields():
