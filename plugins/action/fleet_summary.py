@@ -9,6 +9,8 @@ not managed state).
 
 from __future__ import annotations
 
+import copy
+
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.llamafleet.llamacpp.plugins.filter.fleet_summary import fleet_summary_markdown
@@ -35,7 +37,8 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
-        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        # A copy: Ansible fills a dict option's default in place, which would change the spec for the next task.
+        _validation, args = self.validate_argument_spec(argument_spec=copy.deepcopy(ARGUMENT_SPEC))
         text = fleet_summary_markdown(args["hosts"], (task_vars or {}).get("hostvars") or {}, args["title"])
         if args["path"]:
             try:

@@ -9,6 +9,7 @@ as only the controller can tell whether a holder of its own is still running.
 
 from __future__ import annotations
 
+import copy
 import time
 
 from ansible.plugins.action import ActionBase
@@ -80,7 +81,8 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
         task_vars = task_vars or {}
-        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        # A copy: Ansible fills a dict option's default in place, which would change the spec for the next task.
+        _validation, args = self.validate_argument_spec(argument_spec=copy.deepcopy(ARGUMENT_SPEC))
         settings = args["settings"]
         errors = input_errors({**settings, **{k: args[k] for k in (
             "instances", "presets", "engine_bin", "engine_archive_url", "engine_archive_checksum", "models")}})

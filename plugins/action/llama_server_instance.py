@@ -9,6 +9,8 @@ every string of the result is scrubbed of it.
 
 from __future__ import annotations
 
+import copy
+
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.report import early_entry
@@ -41,7 +43,8 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
-        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        # A copy: Ansible fills a dict option's default in place, which would change the spec for the next task.
+        _validation, args = self.validate_argument_spec(argument_spec=copy.deepcopy(ARGUMENT_SPEC))
         instance = args["instance"]
         name = str(instance.get("name") or "")
         settings = args["settings"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import CUDA_ORDER
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner import (
     capabilities,
     checkpoints,
@@ -44,10 +43,12 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts
     SplitDev,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.flag_table import (
+    FlagTable,
     check_engine_environment,
     check_extra_args,
     read_flag_table,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.host_view import gpu_selection_env
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.listen import (
     health_target,
     listen_addresses,
@@ -192,7 +193,8 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
     """Plan one llama-server launch (spec sections 1.3, 1.4, 1.5).
 
     Every key is typed first (preset_types) and EXTRA_ARGS read against the engine's own flag table
-    (flag_table): a value the engine would refuse or misread is a PlanError naming it.
+    (flag_table): a value the engine would refuse or misread is a PlanError naming it. Then each step adds its
+    part of argv (in the spec's order, the user's EXTRA_ARGS last), of the environment and of the notes.
     """
     preset = {str(k): str(v) for k, v in preset.items()}
     external = preset.get("EXTERNAL", "").strip()
@@ -202,6 +204,67 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
             notes=[Note("external", "EXTERNAL=1: this preset targets a remote API, no local engine to deploy")],
             external=True,
         )
+    draft = _typed_draft(preset, facts)
+    _environment(draft)
+    _launch_args(draft)
+    _placement_args(draft)
+    _reasoning_args(draft)
+    _key_args(draft)
+    _cache_args(draft)
+    _decoding_args(draft)
+    _closing_notes(draft)
+    warnings, refusal = _warnings(draft)
+    return Plan(
+        argv=draft.argv,
+        env=draft.env,
+        notes=draft.notes,
+        warnings=warnings,
+        refusal=refusal,
+        api_key_via_env=draft.api_key_via_env,
+        decisions=_decisions(
+            draft.argv,
+            draft.extra,
+            draft.table,
+            slot_dir=draft.slot_dir,
+            slot_persist=draft.slot_persist,
+            api_key_file=draft.key_file,
+            swaps=tuple(draft.swaps),
+            expect=expectations(draft.argv, facts.gguf,
+                                engine_fits_itself=capabilities.fits_layers_itself(draft.help_text)),
+        ),
+    )
+
+
+@dataclass
+class _Draft:
+    """A plan while its steps build it: the typed inputs, then argv, environment and notes in their order."""
+
+    preset: dict[str, str]
+    facts: HostFacts
+    table: FlagTable
+    raw_extra: list[str]  # EXTRA_ARGS as written (the slow-KV warning reads them so)
+    extra: list[str]  # EXTRA_ARGS as the engine will get them; they end argv
+    argv: list[str]
+    notes: list[Note]
+    env: dict[str, str] = field(default_factory=dict)
+    split: tensor_split.SplitPlan = field(default_factory=tensor_split.SplitPlan)
+    # EXTRA_ARGS as the placement rules read them: an accepted tensor split counts as a hand-written -sm tensor.
+    place: list[str] = field(default_factory=list)
+    swaps: list[tuple[int, str]] = field(default_factory=list)
+    key_file: str = ""
+    api_key_via_env: bool = False
+    slot_dir: str = ""
+    slot_persist: bool = False
+    # Notes computed with an argv flag but told after the KV fidelity note (spec 1.5 order).
+    flash_notes: list[Note] = field(default_factory=list)
+
+    @property
+    def help_text(self) -> str:
+        return self.facts.help
+
+
+def _typed_draft(preset: dict[str, str], facts: HostFacts) -> _Draft:
+    """The engine, binary and model checks, every key typed, EXTRA_ARGS read against the engine's flag table."""
     notes: list[Note] = []
     engine = preset.get("ENGINE", "").strip()
     if engine.lower() == "strata":
@@ -219,12 +282,20 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
     if not model:
         raise PlanError("MODEL not defined: set MODEL to a .gguf file name or absolute path", key="MODEL")
 
-    help_text = facts.help
-    table = read_flag_table(help_text)
+    table = read_flag_table(facts.help)
     typed = read_preset(preset, table)
-    preset = typed.values
     notes.extend(typed.notes)
-    raw_extra = split_args(preset.get("EXTRA_ARGS", ""))
+    raw_extra = split_args(typed.values.get("EXTRA_ARGS", ""))
+    _refuse_key_flags(raw_extra)
+    extra, extra_notes = normalize_extra(raw_extra, facts.help)
+    check_extra_args(extra, table, facts.engine_devices)
+    notes.extend(check_engine_environment(facts.arg_env, table, facts.engine_devices))
+    notes.extend(extra_notes)
+    return _Draft(preset=typed.values, facts=facts, table=table, raw_extra=raw_extra, extra=extra,
+                  argv=[binary, "-m", model], notes=notes, place=extra)
+
+
+def _refuse_key_flags(raw_extra: list[str]) -> None:
     if has_any_flag(raw_extra, *_KEY_IN_ARGV_FLAGS):
         raise PlanError(
             "EXTRA_ARGS must not carry --api-key: the key would be visible in ps and in the unit file; "
@@ -239,56 +310,58 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
             key="EXTRA_ARGS",
             token="--api-key-file",
         )
-    extra, extra_notes = normalize_extra(raw_extra, help_text)
-    check_extra_args(extra, table, facts.engine_devices)
-    notes.extend(check_engine_environment(facts.arg_env, table, facts.engine_devices))
-    notes.extend(extra_notes)
 
-    env: dict[str, str] = {}
-    if preset.get("CUDA_VISIBLE_DEVICES", ""):
-        env["CUDA_VISIBLE_DEVICES"] = preset["CUDA_VISIBLE_DEVICES"]
-        env.update(CUDA_ORDER)
 
-    # Accepted tensor split counts as a hand-written "-sm tensor" for the rules
-    # that read placement (launch queues, CUDA graphs, --fit).
-    split_plan = tensor_split.split_plan(preset, extra, facts)
-    place = [*extra, "-sm", "tensor"] if split_plan.on else extra
-    env.update(split_plan.env)
-    notes.extend(split_plan.notes)
+def _environment(draft: _Draft) -> None:
+    """The GPU selection, the tensor split's variables and the CUDA knobs (spec 1.4)."""
+    preset, facts = draft.preset, draft.facts
+    draft.env.update(gpu_selection_env(preset))
+    draft.split = tensor_split.split_plan(preset, draft.extra, facts)
+    if draft.split.on:
+        draft.place = [*draft.extra, "-sm", "tensor"]
+    draft.env.update(draft.split.env)
+    draft.notes.extend(draft.split.notes)
 
-    queue_value, queue_notes = launch_queues.launch_queues_env(preset, place, facts)
+    queue_value, queue_notes = launch_queues.launch_queues_env(preset, draft.place, facts)
     if queue_value:
-        env["CUDA_SCALE_LAUNCH_QUEUES"] = queue_value
-    notes.extend(queue_notes)
-    graph_value, graph_notes = cuda_knobs.graph_opt_env(preset, place, facts)
+        draft.env["CUDA_SCALE_LAUNCH_QUEUES"] = queue_value
+    draft.notes.extend(queue_notes)
+    graph_value, graph_notes = cuda_knobs.graph_opt_env(preset, draft.place, facts)
     if graph_value:
-        env["GGML_CUDA_GRAPH_OPT"] = graph_value
+        draft.env["GGML_CUDA_GRAPH_OPT"] = graph_value
     offload_value, offload_notes = cuda_knobs.op_offload_min_batch_env(preset, facts)
     if offload_value:
-        env["GGML_OP_OFFLOAD_MIN_BATCH"] = offload_value
-    notes.extend(graph_notes)
-    notes.extend(offload_notes)
+        draft.env["GGML_OP_OFFLOAD_MIN_BATCH"] = offload_value
+    draft.notes.extend(graph_notes)
+    draft.notes.extend(offload_notes)
 
+
+def _launch_args(draft: _Draft) -> None:
+    """Context (or the side slot's), threads, batches, where it listens, and the slots."""
+    preset, extra = draft.preset, draft.extra
     thread_flags, thread_notes = threads.thread_args(
-        preset.get("THREADS", ""), preset.get("THREADS_BATCH", ""), extra, facts.cpu
+        preset.get("THREADS", ""), preset.get("THREADS_BATCH", ""), extra, draft.facts.cpu
     )
-    notes.extend(thread_notes)
-
-    side_ctx, side_mib, side_why = side_slot.side_slot_plan(preset, extra, facts)
+    draft.notes.extend(thread_notes)
+    side_ctx, side_mib, side_why = side_slot.side_slot_plan(preset, extra, draft.facts)
     ctx_arg = str(2 * side_ctx) if side_ctx > 0 else _get(preset, "CTX")
-    argv = [binary, "-m", model, "-c", ctx_arg, *thread_flags]
-    argv += ["-b", _get(preset, "BATCH"), "-ub", _get(preset, "UBATCH")]
-    argv += ["--host", _get(preset, "HOST"), "--port", _get(preset, "PORT")]
+    draft.argv += ["-c", ctx_arg, *thread_flags]
+    draft.argv += ["-b", _get(preset, "BATCH"), "-ub", _get(preset, "UBATCH")]
+    draft.argv += ["--host", _get(preset, "HOST"), "--port", _get(preset, "PORT")]
     if side_ctx > 0:
-        argv += ["--parallel", "2", "--no-kv-unified"]
+        draft.argv += ["--parallel", "2", "--no-kv-unified"]
     elif not has_any_flag(extra, "--parallel", "-np"):
-        argv += ["--parallel", _get(preset, "PARALLEL")]
+        draft.argv += ["--parallel", _get(preset, "PARALLEL")]
     side_note = side_slot.side_slot_note(side_ctx, side_mib, side_why, ngl_forced(preset, extra))
     if side_note:
-        notes.append(side_note)
+        draft.notes.append(side_note)
 
-    if split_plan.on:
-        argv += split_plan.ngl_args
+
+def _placement_args(draft: _Draft) -> None:
+    """GPU layers (or the tensor split's), --fit, the split's own flags, KV types, flash attention, projector."""
+    preset, extra, help_text = draft.preset, draft.extra, draft.help_text
+    if draft.split.on:
+        draft.argv += draft.split.ngl_args
     elif not has_any_flag(extra, *NGL_FLAGS):
         layer_flags, ngl_note = ngl_args(
             preset.get("NGL", ""),
@@ -296,109 +369,106 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
             capabilities.supports_ngl_all(help_text) or not help_text,
         )
         if ngl_note:
-            notes.append(ngl_note)
-        argv += layer_flags
+            draft.notes.append(ngl_note)
+        draft.argv += layer_flags
 
-    fit_flags, fit_notes = fit_target.fit_target_args(preset, place, facts)
-    argv += fit_flags
-    argv += split_plan.args
-    notes.extend(fit_notes)
+    fit_flags, fit_notes = fit_target.fit_target_args(preset, draft.place, draft.facts)
+    draft.argv += fit_flags
+    draft.argv += draft.split.args
+    draft.notes.extend(fit_notes)
 
     k_type, v_type = preset_kv_types(preset)
     if k_type:
-        argv += ["-ctk", k_type]
+        draft.argv += ["-ctk", k_type]
     if v_type:
-        argv += ["-ctv", v_type]
-    fa_flags, fa_notes = flash_attn.v_cache_flash_attn_args(preset, extra, facts)
-    argv += fa_flags
-    if facts.mmproj:
-        argv += ["--mmproj", facts.mmproj]
+        draft.argv += ["-ctv", v_type]
+    fa_flags, draft.flash_notes = flash_attn.v_cache_flash_attn_args(preset, extra, draft.facts)
+    draft.argv += fa_flags
+    if draft.facts.mmproj:
+        draft.argv += ["--mmproj", draft.facts.mmproj]
 
-    reasoning_flags, reasoning_notes = reasoning.reasoning_args(preset, facts)
-    argv += reasoning_flags
-    notes.extend(reasoning_notes)
-    preserve_flags, preserve_notes = reasoning.reasoning_preserve_args(preset, extra, facts)
-    argv += preserve_flags
-    notes.extend(preserve_notes)
 
-    api_key_via_env = False
-    swaps: list[tuple[int, str]] = []
-    key_file = ""
-    if api_key_in_effect(preset, facts):
-        # Never --api-key: argv is world-readable through /proc and ps.
-        if facts.api_key_file and capabilities.supports_api_key_file(help_text):
-            key_file = facts.api_key_file
-            swaps.append((len(argv) + 1, SWAP_KEY_FILE))
-            argv += ["--api-key-file", key_file]
-        else:
-            api_key_via_env = True
-            notes.append(
-                Note(
-                    "apikey.env",
-                    "API key passed as LLAMA_API_KEY from a root-only environment file "
-                    "(this engine has no --api-key-file, or no key file was given); never on the command line",
-                )
-            )
+def _reasoning_args(draft: _Draft) -> None:
+    reasoning_flags, reasoning_notes = reasoning.reasoning_args(draft.preset, draft.facts)
+    draft.argv += reasoning_flags
+    draft.notes.extend(reasoning_notes)
+    preserve_flags, preserve_notes = reasoning.reasoning_preserve_args(draft.preset, draft.extra, draft.facts)
+    draft.argv += preserve_flags
+    draft.notes.extend(preserve_notes)
 
+
+def _key_args(draft: _Draft) -> None:
+    """The key by file, never --api-key: argv is world-readable through /proc and ps."""
+    if not api_key_in_effect(draft.preset, draft.facts):
+        return
+    if draft.facts.api_key_file and capabilities.supports_api_key_file(draft.help_text):
+        draft.key_file = draft.facts.api_key_file
+        draft.swaps.append((len(draft.argv) + 1, SWAP_KEY_FILE))
+        draft.argv += ["--api-key-file", draft.key_file]
+        return
+    draft.api_key_via_env = True
+    draft.notes.append(
+        Note(
+            "apikey.env",
+            "API key passed as LLAMA_API_KEY from a root-only environment file "
+            "(this engine has no --api-key-file, or no key file was given); never on the command line",
+        )
+    )
+
+
+def _cache_args(draft: _Draft) -> None:
+    """The prompt cache in RAM, the slot directory (a stand-in in the preflight) and SLOT_PERSIST."""
+    preset, extra, facts = draft.preset, draft.extra, draft.facts
     cache_flags, cache_notes = prompt_cache.cache_ram_args(preset, extra, facts)
-    argv += cache_flags
+    draft.argv += cache_flags
     slot_flags = prompt_cache.slot_save_args(preset, extra, facts)
     if slot_flags:
-        swaps.append((len(argv) + 1, SWAP_SLOT_DIR))
-    argv += slot_flags
-    notes.extend(cache_notes)
+        draft.swaps.append((len(draft.argv) + 1, SWAP_SLOT_DIR))
+        draft.slot_dir = slot_flags[1]
+    draft.argv += slot_flags
+    draft.notes.extend(cache_notes)
     slot_persist, persist_why = slot_persist_plan(preset, extra, facts)
+    draft.slot_persist = slot_persist
     persist_note = slot_persist_note(slot_persist, persist_why)
     if persist_note:
-        notes.append(persist_note)
+        draft.notes.append(persist_note)
 
-    ckpt_flags, ckpt_notes = checkpoints.ckpt_args(preset, extra, facts)
-    argv += ckpt_flags
-    notes.extend(ckpt_notes)
 
-    spec_flags, spec_notes = speculative.spec_args(preset, extra, facts)[:2]
-    argv += spec_flags
-    notes.extend(spec_notes)
+def _decoding_args(draft: _Draft) -> None:
+    """Checkpoints and speculative decoding; then the user's EXTRA_ARGS, last, so they always win."""
+    ckpt_flags, ckpt_notes = checkpoints.ckpt_args(draft.preset, draft.extra, draft.facts)
+    draft.argv += ckpt_flags
+    draft.notes.extend(ckpt_notes)
+    spec_flags, spec_notes = speculative.spec_args(draft.preset, draft.extra, draft.facts)[:2]
+    draft.argv += spec_flags
+    draft.notes.extend(spec_notes)
+    draft.argv += draft.extra
 
-    argv += extra
 
+def _closing_notes(draft: _Draft) -> None:
+    """What the whole command line says about KV fidelity, lossy caches and MoE placement."""
+    preset, extra, facts = draft.preset, draft.extra, draft.facts
     eff_k, eff_v, kv_source = effective_kv_types(preset, extra, facts.arg_env)
     fidelity_note = fidelity.kv_fidelity_note(eff_k, eff_v, kv_source, extra, facts.arg_env)
     if fidelity_note:
-        notes.append(fidelity_note)
-    notes.extend(fa_notes)
-    notes.extend(fidelity.lossy_cache_notes(extra, facts))
-    notes.extend(moe.moe_notes(preset, extra, facts))
+        draft.notes.append(fidelity_note)
+    draft.notes.extend(draft.flash_notes)
+    draft.notes.extend(fidelity.lossy_cache_notes(extra, facts))
+    draft.notes.extend(moe.moe_notes(preset, extra, facts))
 
+
+def _warnings(draft: _Draft) -> tuple[list[Note], Note | None]:
+    """The slow-KV warning and the RAM load guard's warning or refusal."""
     warnings: list[Note] = []
-    raw_k, raw_v = effective_kv_types(preset, raw_extra, facts.arg_env)[:2]
+    raw_k, raw_v = effective_kv_types(draft.preset, draft.raw_extra, draft.facts.arg_env)[:2]
     slow = fidelity.slow_kv_warning(raw_k, raw_v)
     if slow:
         warnings.append(slow)
-    load_warn, refusal = load_guard.load_mode_risk(preset, argv, facts)
+    load_warn, refusal = load_guard.load_mode_risk(draft.preset, draft.argv, draft.facts)
     if load_warn:
         # A warning, not a note (the planner contract, docs/architecture.md): the module shows each warning once.
         warnings.append(load_warn)
-
-    decisions = _decisions(
-        argv,
-        extra,
-        table,
-        slot_dir=slot_flags[1] if slot_flags else "",
-        slot_persist=slot_persist,
-        api_key_file=key_file,
-        swaps=tuple(swaps),
-        expect=expectations(argv, facts.gguf, engine_fits_itself=capabilities.fits_layers_itself(help_text)),
-    )
-    return Plan(
-        argv=argv,
-        env=env,
-        notes=notes,
-        warnings=warnings,
-        refusal=refusal,
-        api_key_via_env=api_key_via_env,
-        decisions=decisions,
-    )
+    return warnings, refusal
 
 
 def _extra_listen_value(reader, flag: str, value: str) -> str:

@@ -29,6 +29,7 @@ from hypothesis import given
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils import planner
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.argv_tokens import has_any_flag
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.engine_inputs import environment_problem
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.host_view import arg_env_from, user_env_from
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.engine import (
     binary_launcher,
     cached_devices,
@@ -36,7 +37,6 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.engine
     read_help,
     run_preflight,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_host import arg_env_from, user_env_from
 from tests.unit.plugins.module_utils.test_plan_properties import FUZZ, check_refusal
 from tests.unit.support.strategies import worlds
 

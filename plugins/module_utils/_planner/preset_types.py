@@ -255,9 +255,15 @@ def read_switch(key: str, text: str, default_on: bool) -> str:
 
 
 def read_external(text: str) -> str:
-    if text in ("0", "1"):
+    """``1``: a remote API, nothing to deploy (Loki's only external value). Every off word is a local engine, as
+    Loki reads anything but 1; so a YAML ``EXTERNAL: false`` (``off`` once normalised) plans locally. An on word
+    other than 1 is refused rather than guessed: Loki would run a local engine for it."""
+    if text == "1":
         return text
-    raise _refuse("EXTERNAL", text, "1 (the preset targets a remote API, nothing to deploy) or 0/empty")
+    if text.lower() in LOKI_OFF:
+        return "0"
+    raise _refuse("EXTERNAL", text, "1 (the preset targets a remote API, nothing to deploy), or empty, 0 or an off "
+                  "word (off, false, no, non) for a local engine")
 
 
 def api_key_problem(key: str) -> str:
@@ -318,14 +324,7 @@ def _by_key(table: FlagTable) -> dict[str, Callable[[str], str]]:
 def read_preset(preset: Mapping[str, str], table: FlagTable) -> TypedPreset:
     """Type every key of ``preset`` against this engine's flag table (empty = unknown engine)."""
     values = {str(k): str(v) for k, v in preset.items()}
-    notes: list[Note] = []
-    for key in sorted(values):
-        if key in KNOWN_KEYS:
-            continue
-        near = unknown_key_problem(key)
-        if near:
-            raise PlanError(f"preset key {key} is not a Loki key; did you mean {near}?", key=key, value=values[key])
-        notes.append(Note("preset.unknown_key", f"preset key {key} is not a Loki key: ignored", code=key))
+    notes = _unknown_key_notes(values)
     readers = _by_key(table)
     for key in PLANNED_KEYS:
         raw = values.get(key)
@@ -335,24 +334,37 @@ def read_preset(preset: Mapping[str, str], table: FlagTable) -> TypedPreset:
         if key == "API_KEY":
             if text:
                 check_api_key(raw)
-            continue
-        if not text:
+        elif not text:
             if key in readers or key in ("PARALLEL", "CUDA_VISIBLE_DEVICES"):
                 values[key] = ""  # blanks alone are no value: the default applies, not "-c ' '"
-            continue
-        if key == "PARALLEL":
-            read, note = read_parallel(text, table)
+        elif key in readers or key in ("PARALLEL", "CUDA_VISIBLE_DEVICES"):
+            values[key], note = _typed_value(key, text, readers, table)
             if note:
                 notes.append(note)
-        elif key == "CUDA_VISIBLE_DEVICES":
-            read, note = read_gpu_selection(text)
-            if note:
-                notes.append(note)
-        elif key in readers:
-            read = readers[key](text)
-            if read != text and not (key in _SWITCHES and read == text.lower()):
-                notes.append(_normalised(key, text, read))
-        else:
-            continue  # left to its rule, as written
-        values[key] = read
+        # Any other key is left to its rule, as written.
     return TypedPreset(values=values, notes=notes)
+
+
+def _unknown_key_notes(values: Mapping[str, str]) -> list[Note]:
+    """A key Loki does not know: a near typo of one it knows is refused, naming it; any other is noted."""
+    notes = []
+    for key in sorted(values):
+        if key in KNOWN_KEYS:
+            continue
+        near = unknown_key_problem(key)
+        if near:
+            raise PlanError(f"preset key {key} is not a Loki key; did you mean {near}?", key=key, value=values[key])
+        notes.append(Note("preset.unknown_key", f"preset key {key} is not a Loki key: ignored", code=key))
+    return notes
+
+
+def _typed_value(key: str, text: str, readers: Mapping, table: FlagTable) -> tuple[str, Note | None]:
+    """One key's value as the engine will read it, and the note of its normalisation (None when unchanged)."""
+    if key == "PARALLEL":
+        return read_parallel(text, table)
+    if key == "CUDA_VISIBLE_DEVICES":
+        return read_gpu_selection(text)
+    read = readers[key](text)
+    if read != text and not (key in _SWITCHES and read == text.lower()):
+        return read, _normalised(key, text, read)
+    return read, None

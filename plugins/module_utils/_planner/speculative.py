@@ -169,37 +169,7 @@ def spec_source(mode: str, key: str, facts: HostFacts) -> SpecSource:
     nextn_predict_layers key alone does not prove the head is in the file.
     """
     if key:
-        if not facts.draft:
-            why = f"MODEL_DRAFT={key} not found"
-            if facts.draft_err:
-                why += f" ({facts.draft_err})"
-            return SpecSource(blocker=Blocker("draft_not_found", why))
-        draft = facts.draft_gguf
-        if draft is None:
-            return SpecSource(
-                blocker=Blocker("draft_unreadable", "MODEL_DRAFT unreadable (incomplete GGUF or still downloading?)")
-            )
-        if draft.has_nextn_tensor:
-            if not supports_mtp(facts.help):
-                return SpecSource(blocker=Blocker("mtp_unsupported", "this engine does not know draft-mtp"))
-            # Explicit type: llama.cpp only guesses it from the first shard.
-            return SpecSource(args=("-md", facts.draft, "--spec-type", _DRAFT_MTP), is_mtp=True)
-        if draft.arch.strip().lower() in _SIDECAR_ARCHS:
-            return SpecSource(
-                blocker=Blocker(
-                    "draft_sidecar",
-                    f"MODEL_DRAFT is a {draft.arch} head, not a draft model: set -md and --spec-type in EXTRA_ARGS",
-                )
-            )
-        if mode == MODE_MTP_NGRAM:
-            # An ordinary draft model is not an MTP head: the caller falls back to n-grams.
-            return SpecSource()
-        if not supports_draft_simple(facts.help):
-            return SpecSource(
-                blocker=Blocker("draft_simple_unsupported", "this engine does not know --spec-type draft-simple")
-            )
-        # Without an explicit type a non-MTP draft would be loaded and never used.
-        return SpecSource(args=("-md", facts.draft, "--spec-type", "draft-simple"))
+        return _draft_model_source(mode, key, facts)
     gguf = facts.gguf
     if gguf is None:
         return SpecSource(blocker=Blocker("model_unreadable", "model metadata unreadable"))
@@ -214,6 +184,41 @@ def spec_source(mode: str, key: str, facts: HostFacts) -> SpecSource:
     if not supports_mtp(facts.help):
         return SpecSource(blocker=Blocker("mtp_unsupported", "this engine does not know draft-mtp"))
     return SpecSource(args=("--spec-type", _DRAFT_MTP), is_mtp=True)
+
+
+def _draft_model_source(mode: str, key: str, facts: HostFacts) -> SpecSource:
+    """MODEL_DRAFT as the draft: an MTP head, or an ordinary draft model (draft-simple)."""
+    if not facts.draft:
+        why = f"MODEL_DRAFT={key} not found"
+        if facts.draft_err:
+            why += f" ({facts.draft_err})"
+        return SpecSource(blocker=Blocker("draft_not_found", why))
+    draft = facts.draft_gguf
+    if draft is None:
+        return SpecSource(
+            blocker=Blocker("draft_unreadable", "MODEL_DRAFT unreadable (incomplete GGUF or still downloading?)")
+        )
+    if draft.has_nextn_tensor:
+        if not supports_mtp(facts.help):
+            return SpecSource(blocker=Blocker("mtp_unsupported", "this engine does not know draft-mtp"))
+        # Explicit type: llama.cpp only guesses it from the first shard.
+        return SpecSource(args=("-md", facts.draft, "--spec-type", _DRAFT_MTP), is_mtp=True)
+    if draft.arch.strip().lower() in _SIDECAR_ARCHS:
+        return SpecSource(
+            blocker=Blocker(
+                "draft_sidecar",
+                f"MODEL_DRAFT is a {draft.arch} head, not a draft model: set -md and --spec-type in EXTRA_ARGS",
+            )
+        )
+    if mode == MODE_MTP_NGRAM:
+        # An ordinary draft model is not an MTP head: the caller falls back to n-grams.
+        return SpecSource()
+    if not supports_draft_simple(facts.help):
+        return SpecSource(
+            blocker=Blocker("draft_simple_unsupported", "this engine does not know --spec-type draft-simple")
+        )
+    # Without an explicit type a non-MTP draft would be loaded and never used.
+    return SpecSource(args=("-md", facts.draft, "--spec-type", "draft-simple"))
 
 
 def spec_auto_blocker(preset: Mapping[str, str], extra: Sequence[str], facts: HostFacts) -> Blocker | None:
@@ -437,30 +442,9 @@ def _forced_note(preset: Mapping[str, str], extra: Sequence[str], facts: HostFac
 def spec_args(preset: Mapping[str, str], extra: Sequence[str], facts: HostFacts) -> tuple[list[str], list[Note], bool]:
     """Speculative flags, their notes, and whether SPEC=auto turned them on (spec 13.2)."""
     mode = spec_mode(preset)
-    if mode == SPEC_UNREADABLE:
-        raw = preset.get("SPEC", "")
-        return (
-            [],
-            [
-                Note(
-                    "spec.invalid",
-                    f"SPEC={raw} unreadable (off, auto, mtp, ngram or mtp+ngram): no speculative decoding",
-                )
-            ],
-            False,
-        )
-    if mode == SPEC_OFF:
-        # The probe does not run with SPEC off, so the raw key is what matters here.
-        if preset.get("MODEL_DRAFT", "").strip():
-            return [], [Note("spec.draft_ignored_off", "MODEL_DRAFT ignored: SPEC=off (auto or mtp to use it)")], False
-        return [], [], False
-    if spec_user_set(extra, facts.arg_env):
-        return (
-            [],
-            [Note("spec.user_set", "speculative decoding already set in EXTRA_ARGS or LLAMA_ARG_*: SPEC ignored")],
-            False,
-        )
-
+    declined = _declined(mode, preset, extra, facts)
+    if declined is not None:
+        return declined
     # n-gram guards first: they hold for both n-gram forms.
     if mode in (MODE_NGRAM, MODE_MTP_NGRAM):
         blocker = ngram_blocker(preset, extra, facts, mode)
@@ -481,7 +465,33 @@ def spec_args(preset: Mapping[str, str], extra: Sequence[str], facts: HostFacts)
         return _skip(mode, source.blocker)
     if source.quiet:
         return [], [], False
+    return _draft_args(mode, source, preset, extra, facts)
 
+
+def _declined(mode: str, preset: Mapping[str, str], extra: Sequence[str],
+              facts: HostFacts) -> tuple[list[str], list[Note], bool] | None:
+    """SPEC unreadable, off, or already set by hand: no flags, and the note that says why; None = go on."""
+    if mode == SPEC_UNREADABLE:
+        raw = preset.get("SPEC", "")
+        return [], [Note("spec.invalid",
+                         f"SPEC={raw} unreadable (off, auto, mtp, ngram or mtp+ngram): no speculative decoding")], False
+    if mode == SPEC_OFF:
+        # The probe does not run with SPEC off, so the raw key is what matters here.
+        if preset.get("MODEL_DRAFT", "").strip():
+            return [], [Note("spec.draft_ignored_off", "MODEL_DRAFT ignored: SPEC=off (auto or mtp to use it)")], False
+        return [], [], False
+    if spec_user_set(extra, facts.arg_env):
+        return (
+            [],
+            [Note("spec.user_set", "speculative decoding already set in EXTRA_ARGS or LLAMA_ARG_*: SPEC ignored")],
+            False,
+        )
+    return None
+
+
+def _draft_args(mode: str, source: SpecSource, preset: Mapping[str, str], extra: Sequence[str],
+                facts: HostFacts) -> tuple[list[str], list[Note], bool]:
+    """A usable draft (an MTP head or a draft model): its flags, SPEC=auto's own blockers, the notes."""
     args = list(source.args)
     if mode == MODE_MTP_NGRAM:
         # One list rather than two --spec-type flags: easier to read in the log.

@@ -28,7 +28,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.capab
     supports_tensor_split_mode,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.context_size import ctx_fixed, serve_ctx
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import HostFacts, SplitDev
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import GGUFInfo, HostFacts, SplitDev
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.notes import Note
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.placement import (
     DEVICE_FLAGS,
@@ -202,7 +202,16 @@ def _kv_name(kv_type: str) -> str:
 
 
 def _check(preset: Mapping[str, str], extra: Sequence[str], facts: HostFacts) -> _Accepted:
-    """Steps 2-17 of section 13.10; raises _Refused at the first failing one."""
+    """Steps 2-17 of section 13.10, in order; raises _Refused at the first failing one."""
+    k_type, v_type = _check_launch(preset, extra, facts)
+    gguf, ngl = _check_model(preset, extra, facts)
+    devices = _split_devices(extra, facts)
+    need_mib = _check_fit(preset, extra, facts, gguf=gguf, kv_types=(k_type, v_type), devices=devices)
+    return _Accepted(devices=devices, need_mib=need_mib, ngl_args=ngl)
+
+
+def _check_launch(preset: Mapping[str, str], extra: Sequence[str], facts: HostFacts) -> tuple[str, str]:
+    """The engine and the launch allow tensor mode (steps 2-9); the KV cache types."""
     arg_env = facts.arg_env
     if is_external(preset):
         raise _Refused("external preset")
@@ -230,6 +239,11 @@ def _check(preset: Mapping[str, str], extra: Sequence[str], facts: HostFacts) ->
         raise _Refused(f"{override}: tensor mode puts everything on the cards")
     if not kv_offloaded(extra, arg_env):
         raise _Refused(KV_ON_CPU)
+    return k_type, v_type
+
+
+def _check_model(preset: Mapping[str, str], extra: Sequence[str], facts: HostFacts) -> tuple[GGUFInfo, list[str]]:
+    """The model and the preset allow tensor mode (steps 10-15); the model's header and the layers flag."""
     gguf = facts.gguf
     if gguf is None or facts.model_bytes <= 0:
         raise _Refused("model metadata or size unreadable")
@@ -241,13 +255,18 @@ def _check(preset: Mapping[str, str], extra: Sequence[str], facts: HostFacts) ->
         raise _Refused(f'context "{ctx_written}" is not a token count: no --fit in tensor mode, give an explicit CTX')
     if side_slot_on(preset):
         raise _Refused("SIDE_SLOT: doubled cache, and no --fit to make up for it")
-    if spec_mode(preset) != SPEC_OFF or spec_user_set(extra, arg_env):
+    if spec_mode(preset) != SPEC_OFF or spec_user_set(extra, facts.arg_env):
         raise _Refused("speculative decoding: draft and batch verification not validated in tensor mode")
-    devices = _split_devices(extra, facts)
+    return gguf, ngl
 
-    # Weights + projector + cache of CTX tokens (+ recurrent state) against 90 %
-    # of the cards. Compute buffers are not counted: a floor, not a promise.
-    per_token, recurrent = state_bytes(gguf, k_type, v_type)
+
+def _check_fit(preset: Mapping[str, str], extra: Sequence[str], facts: HostFacts, *, gguf: GGUFInfo,
+               kv_types: tuple[str, str], devices: list[SplitDev]) -> int:
+    """Weights + projector + cache of CTX tokens (+ recurrent state) against 90 % of the cards (step 17).
+
+    Compute buffers are not counted: a floor, not a promise. Returns the need in MiB.
+    """
+    per_token, recurrent = state_bytes(gguf, *kv_types)
     if per_token <= 0:
         raise _Refused("KV cache size unknown for this model")
     ctx = serve_ctx(preset, extra, gguf)
@@ -259,7 +278,7 @@ def _check(preset: Mapping[str, str], extra: Sequence[str], facts: HostFacts) ->
             f"not enough VRAM without --fit: ~{need_mib} MiB (weights + cache of {ctx} tokens) "
             f"for {total_mib} MiB on {len(devices)} cards — CTX is never reduced automatically"
         )
-    return _Accepted(devices=devices, need_mib=need_mib, ngl_args=ngl)
+    return need_mib
 
 
 def _allreduce(user_env: Mapping[str, str]) -> tuple[dict[str, str], str]:

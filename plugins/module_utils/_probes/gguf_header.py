@@ -312,6 +312,22 @@ class _Walker:
         self.header = _Header()
 
     def walk(self) -> _Header:
+        """The preamble, the key/value section, then the tensor table, each bounded as it is read."""
+        self._preamble()
+        cur = self.cur
+        tensor_count = cur.unpack(self.fmt.count, "tensor count")
+        kv_count = cur.unpack(self.fmt.count, "kv count")
+        if kv_count > KV_COUNT_MAX:
+            raise cur.fail(f"kv count {kv_count} exceeds {KV_COUNT_MAX}")
+        if tensor_count > TENSOR_COUNT_MAX:
+            raise cur.fail(f"tensor count {tensor_count} exceeds {TENSOR_COUNT_MAX}")
+        self.header.tensor_count = tensor_count
+        self._key_values(kv_count)
+        self._tensor_table(tensor_count)
+        return self.header
+
+    def _preamble(self) -> None:
+        """The magic and the version, which also tells the byte order."""
         cur = self.cur
         magic = cur.read(4, "magic")
         if magic != struct.pack("<I", GGUF_MAGIC):  # the magic is the bytes "GGUF" in either byte order
@@ -327,24 +343,20 @@ class _Walker:
         self.header.version = self.fmt.version
         self.scalar_structs = {vtype: struct.Struct(self.fmt.order + ch) for vtype, ch in self.scalars.items()}
 
-        tensor_count = cur.unpack(self.fmt.count, "tensor count")
-        kv_count = cur.unpack(self.fmt.count, "kv count")
-        if kv_count > KV_COUNT_MAX:
-            raise cur.fail(f"kv count {kv_count} exceeds {KV_COUNT_MAX}")
-        if tensor_count > TENSOR_COUNT_MAX:
-            raise cur.fail(f"tensor count {tensor_count} exceeds {TENSOR_COUNT_MAX}")
-        self.header.tensor_count = tensor_count
-
+    def _key_values(self, kv_count: int) -> None:
         seen: set[str] = set()
         for _kv_index in range(kv_count):
             key = self._string(KEY_MAX, "key")
             if key in seen:  # llama.cpp refuses such a file, and which value wins would be a guess
-                raise cur.fail(f"duplicate key {key!r}")
+                raise self.cur.fail(f"duplicate key {key!r}")
             seen.add(key)
             self.header.keys.append(key)
-            vtype = cur.unpack(self.fmt.u32, "value type")
+            vtype = self.cur.unpack(self.fmt.u32, "value type")
             self._value(key, vtype)
 
+    def _tensor_table(self, tensor_count: int) -> None:
+        """Each tensor's name, dimensions, type and offset; the data section must hold the last one."""
+        cur = self.cur
         alignment = self._alignment()
         max_offset = -1
         dim_bytes = 4 if self.fmt.version == 1 else 8
@@ -359,12 +371,10 @@ class _Walker:
             max_offset = max(max_offset, offset)
             if name.endswith(".nextn.eh_proj.weight"):
                 self.header.nextn_tensors.add(name)
-
         if tensor_count > 0:
             data_start = -(-cur.pos // alignment) * alignment
             if max_offset >= cur.size or data_start + max_offset >= cur.size:
                 raise cur.fail(f"tensor data cut short: data starts at {data_start}, last tensor at +{max_offset}")
-        return self.header
 
     def _string(self, limit: int, what: str) -> str:
         length = self.cur.unpack(self.fmt.count, what + " length")

@@ -14,9 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils import planner
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner import capabilities
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.access import is_external
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.argv_tokens import arg_value, has_any_flag
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.engine_inputs import (
     KEY_VARIABLE,
     SYSTEM_CONFIG,
@@ -25,18 +23,18 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.engin
     parse_show_environment,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import CpuBudget, GGUFInfo, HostFacts
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.host_view import (
+    HostView,
+    host_view,
+    names_devices,
+    needs_draft,
+    needs_engine_build,
+    splits_tensors,
+    stable_ram_avail,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.load_guard import (
     engine_vram_from_devices,
     load_guard_needs_devices,
-)
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.placement import DEVICE_FLAGS
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_types import read_gpu_selection
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.recurrent_state import is_hybrid
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.switches import (
-    SPEC_OFF,
-    SPEC_UNREADABLE,
-    spec_mode,
-    split_mode_key,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.cpu import cpuset_threads
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.docker import (
@@ -47,6 +45,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.docker
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.engine import (
     EngineLauncher,
+    EngineTexts,
     PreflightResult,
     binary_launcher,
     cached_devices,
@@ -80,17 +79,6 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.model_
     same_file,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.port import port_conflict
-
-# Environment groups of spec section 4.8 the planner reads from the service env.
-_TRIMMED_ARG_ENV = frozenset(
-    {"LLAMA_ARG_LOAD_MODE", "LLAMA_ARG_MLOCK", "LLAMA_ARG_NO_MMAP", "LLAMA_ARG_RPC", "LLAMA_ARG_CACHE_RAM"}
-)
-_USER_ENV = ("GGML_CUDA_GRAPH_OPT", "GGML_OP_OFFLOAD_MIN_BATCH", "GGML_CUDA_ALLREDUCE")
-
-# Free RAM moves all the time; a reading this close to the previous one keeps it,
-# so the plan (and the unit file it renders) does not flap between runs.
-RAM_AVAIL_TOLERANCE = 0.10
-RAM_AVAIL_MIN_TOLERANCE_MIB = 1024
 
 
 class ProbeError(ValueError):
@@ -138,33 +126,6 @@ class ProbeResult:
     unset_environment: list[str] = field(default_factory=list)
 
 
-def arg_env_from(service_env: Mapping[str, str]) -> dict[str, str]:
-    """LLAMA_ARG_* the engine will inherit (spec 4.8): non-empty values only."""
-    out: dict[str, str] = {}
-    for key, raw in service_env.items():
-        if not key.startswith("LLAMA_ARG_"):
-            continue
-        if key == "LLAMA_ARG_NO_KV_OFFLOAD":
-            out[key] = raw or "1"  # present, even empty, means "no offload"
-            continue
-        value = raw.strip() if key in _TRIMMED_ARG_ENV else raw
-        if value:
-            out[key] = value
-    return out
-
-
-def user_env_from(service_env: Mapping[str, str]) -> dict[str, str]:
-    return {k: service_env[k] for k in _USER_ENV if service_env.get(k, "")}
-
-
-def stable_ram_avail(measured: int, previous: int, total: int) -> int:
-    """Keep the previous free-RAM reading while the new one stays close to it."""
-    if previous <= 0 or measured <= 0:
-        return measured
-    tolerance = max(int(total * RAM_AVAIL_TOLERANCE), RAM_AVAIL_MIN_TOLERANCE_MIB)
-    return previous if abs(measured - previous) <= tolerance else measured
-
-
 def resolve_bin(options: ProbeOptions) -> str:
     binary = options.bin or options.preset.get("BIN", "").strip()
     if not binary:
@@ -172,21 +133,6 @@ def resolve_bin(options: ProbeOptions) -> str:
     if not binary.startswith("/"):
         binary = posixpath.join(options.home, binary)
     return posixpath.normpath(binary)
-
-
-def _gpu_selection(preset: Mapping[str, str], service_env: Mapping[str, str]) -> tuple[str, bool]:
-    """CUDA_VISIBLE_DEVICES the engine will see, and whether indices follow PCI order."""
-    if preset.get("CUDA_VISIBLE_DEVICES", ""):
-        return preset["CUDA_VISIBLE_DEVICES"], True
-    return service_env.get("CUDA_VISIBLE_DEVICES", ""), service_env.get("CUDA_DEVICE_ORDER", "") == "PCI_BUS_ID"
-
-
-def _typed_gpu_selection(preset: dict[str, str]) -> dict[str, str]:
-    """The preset with CUDA_VISIBLE_DEVICES typed before anything runs the engine with it (PlanError if bad)."""
-    raw = preset.get("CUDA_VISIBLE_DEVICES", "").strip()
-    if not raw:
-        return preset
-    return {**preset, "CUDA_VISIBLE_DEVICES": read_gpu_selection(raw)[0]}
 
 
 def _read_gguf(path: str, warnings: list[str], what: str, options: ProbeOptions | None = None) -> GGUFInfo | None:
@@ -202,163 +148,29 @@ def _read_gguf(path: str, warnings: list[str], what: str, options: ProbeOptions 
 def probe_and_plan(options: ProbeOptions) -> ProbeResult:
     """Run the probes of spec section 4 and plan; raises ProbeError or planner.PlanError."""
     preset = dict(options.preset)
-    warnings: list[str] = []
     if is_external(preset):
-        result_plan = planner.plan(preset, HostFacts())
-        return ProbeResult(facts=HostFacts(), plan=result_plan, probed={"external": True}, warnings=warnings)
-
+        return ProbeResult(facts=HostFacts(), plan=planner.plan(preset, HostFacts()), probed={"external": True})
     service_env = dict(options.environment)
     bad_name, why = environment_problem(service_env)
     if bad_name:
         raise planner.PlanError(f"environment variable {bad_name!r} {why}", key=bad_name)
-    binary = resolve_bin(options)
-    try:
-        model = resolve_main_model(preset.get("MODEL", ""), options.home, options.model_dirs)
-        mmproj = ""
-        if preset.get("MMPROJ", "").strip():
-            mmproj = resolve_mmproj(preset["MMPROJ"], options.home, options.model_dirs)
-    except ModelPathError as err:
-        raise ProbeError(str(err)) from err
-
-    extra = planner.split_args(preset.get("EXTRA_ARGS", ""))
-    typed_gpus = _typed_gpu_selection(preset)
-    cvd, pci_order = _gpu_selection(typed_gpus, service_env)
-    run_env = dict(service_env)
-    if typed_gpus.get("CUDA_VISIBLE_DEVICES", ""):
-        # Applied before anything asks the engine (spec 1.1 step 7).
-        run_env["CUDA_VISIBLE_DEVICES"] = cvd
-        run_env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
-    env = engine_env(binary, run_env)
-    arg_env = arg_env_from(service_env)
-    # --help is read without the service's LLAMA_ARG_*: llama.cpp applies them before printing its usage, so a
-    # bad one would make it print an error instead; the planner checks them against the help (flag_table).
-    help_env = {k: v for k, v in run_env.items() if not k.startswith("LLAMA_ARG_")}
-    launcher = _launcher(options, binary, engine_env(binary, help_env), help_env, gpus=False)
-
-    gguf = _read_gguf(model, warnings, "model", options)
-    model_bytes = shard_family_size(posixpath.dirname(model), posixpath.basename(model))
-    mode = spec_mode(preset)
-    want_version = is_hybrid(gguf) or mode == "auto"
-    cache_dir = options.cache_dir or posixpath.join(options.home, ".cache")
-    texts = launcher_texts(launcher, cache_dir, want_version=want_version, write=options.write_cache)
-    help_text = texts.help
-    if not help_text:
-        what = f"image {options.engine_image}" if options.engine_image else binary
-        warnings.append(
-            f"{what} --help gave nothing (missing binary, image or libraries?): planning for an unknown engine, "
-            "with the oldest safe form of every flag"
-        )
-
-    cpu: CpuBudget | None = None
-    if "LLAMA_ARG_THREADS" not in service_env:
-        cpu = cpuset_threads(options.root)
-
-    device_pinned = has_any_flag(extra, *DEVICE_FLAGS) or bool(arg_env.get("LLAMA_ARG_DEVICE", ""))
-    gpus_list, gpu_source = list_gpus()
-    vram = 0 if device_pinned else visible_vram_mib(gpus_list or [], cvd, pci_order) if gpus_list else 0
-    launch_queues = service_env.get("CUDA_SCALE_LAUNCH_QUEUES", "")
-    gpu_count = 0
-    if not (
-        launch_queues
-        or preset.get("CUDA_LAUNCH_QUEUES", "").strip().lower() == "off"
-        or device_pinned
-    ):
-        gpu_count = visible_gpu_count(cvd, gpus_list or [])
-
-    ram_mib, ram_avail = ram_facts(options.root)
-    own_container = container_state(options.docker, options.container) if options.container else ContainerState()
-    if options.container:
-        own_mib = process_memory_mib(own_container.pid, options.root)
-    else:
-        own_mib = unit_memory_mib(options.unit, options.root) if options.unit else 0
-    measured_avail = min(ram_avail + own_mib, ram_mib) if ram_mib else ram_avail
-    ram_avail_used = stable_ram_avail(measured_avail, options.stable_ram_avail_mib, ram_mib)
-
-    slot_dir = ""
-    if capabilities.supports_slot_save_path(help_text) and not has_any_flag(extra, "--slot-save-path"):
-        slot_dir = options.slot_dir or posixpath.join(options.home, "slots")
-
-    engine_build = 0
-    if want_version:
-        engine_build = trusted_build(parse_engine_build(texts.version), options.engine_official)
-
-    draft = draft_err = ""
-    draft_gguf = None
-    draft_is_model = False
-    if mode not in (SPEC_OFF, SPEC_UNREADABLE) and preset.get("MODEL_DRAFT", "").strip():
-        draft, draft_err = resolve_draft(preset["MODEL_DRAFT"], options.home, options.model_dirs)
-        if draft:
-            draft_is_model = same_file(draft, model)
-            draft_gguf = _read_gguf(draft, warnings, "MODEL_DRAFT", options)
-
-    # The engine's device list: for a tensor split, and to check the device and buffer names a preset gives.
-    split_devs: tuple = ()
-    engine_devices = None
-    device_runs = 0
-    tensor_split = split_mode_key(preset) == "tensor" and capabilities.supports_tensor_split_mode(help_text)
-    if help_text and (tensor_split or names_devices(extra, arg_env)):
-        listed = cached_devices(
-            _launcher(options, binary, env, run_env, gpus=bool(gpus_list)), cache_dir, options.write_cache
-        )
-        device_runs = listed.runs
-        if listed.devices is not None:
-            engine_devices = tuple(d.id for d in listed.devices)
-            split_devs = listed.devices if tensor_split else ()
-
-    mmproj_bytes = 0
-    if mmproj:
-        try:
-            mmproj_bytes = os.stat(mmproj).st_size
-        except OSError:
-            mmproj_bytes = 0
-
-    facts = HostFacts(
-        help=help_text, bin=binary, model=model, mmproj=mmproj, api_key_file=options.api_key_file, cpu=cpu,
-        launch_queues=launch_queues, gpus=gpu_count, arg_env=arg_env, user_env=user_env_from(service_env),
-        gguf=gguf, model_bytes=model_bytes, ram_mib=ram_mib, ram_avail_mib=ram_avail_used, vram_mib=vram,
-        slot_dir=slot_dir, engine_build=engine_build, draft=draft, draft_err=draft_err, draft_gguf=draft_gguf,
-        draft_is_model=draft_is_model, spec_auto_blocked=options.spec_auto_blocked, split_devs=split_devs,
-        mmproj_bytes=mmproj_bytes, engine_devices=engine_devices,
-    )
+    view = host_view(preset, service_env)
+    readings = _Readings(options=options, view=view, binary=resolve_bin(options))
+    _read_models(readings, preset)
+    _read_engine(readings, preset)
+    _read_host(readings)
+    _read_draft(readings, preset)
+    _read_devices(readings, preset)
+    facts = readings.facts()
     result_plan = planner.plan(preset, facts)
     if load_guard_needs_devices(preset, result_plan.argv, facts):
-        listed = cached_devices(
-            _launcher(options, binary, env, run_env, gpus=bool(gpus_list)), cache_dir, options.write_cache
-        )
-        device_runs += listed.runs
-        devices = split_devs or listed.devices or ()
-        facts = dataclasses.replace(facts, engine_vram_mib=engine_vram_from_devices(devices))
+        listed = cached_devices(readings.launcher(gpus=bool(readings.gpus)), readings.cache_dir, options.write_cache)
+        readings.device_runs += listed.runs
+        facts = dataclasses.replace(facts, engine_vram_mib=engine_vram_from_devices(
+            readings.split_devs or listed.devices or ()))
         if facts.engine_vram_mib:
             result_plan = planner.plan(preset, facts)
-
-    probed = {
-        "bin": binary,
-        "model": model,
-        "mmproj": mmproj,
-        "model_bytes": model_bytes,
-        "gguf": dataclasses.asdict(gguf) if gguf else None,
-        "engine_help_lines": len(help_text.splitlines()),
-        "engine_build": engine_build,
-        "engine_runs": texts.runs,
-        "cpu_budget": dataclasses.asdict(cpu) if cpu else None,
-        "gpu_source": gpu_source,
-        "gpus": [dataclasses.asdict(g) for g in gpus_list or []],
-        "gpu_count": gpu_count,
-        "vram_mib": vram,
-        "ram_mib": ram_mib,
-        "ram_avail_mib": ram_avail_used,
-        "ram_avail_measured_mib": measured_avail,
-        "own_service_mib": own_mib,
-        "engine_image": options.engine_image,
-        "engine_image_id": (launcher.identity or {}).get("image_id", ""),
-        "container_id": own_container.id,
-        "slot_dir": slot_dir,
-        "split_devs": [dataclasses.asdict(d) for d in split_devs],
-        "engine_vram_mib": facts.engine_vram_mib,
-        "draft": draft,
-        "draft_err": draft_err,
-        "draft_is_model": draft_is_model,
-    }
+    probed = readings.probed(facts)
     unset: list[str] = []
     if options.unit and not options.engine_image:
         kept = [*service_env, *result_plan.env, *([KEY_VARIABLE] if result_plan.api_key_via_env else [])]
@@ -366,34 +178,197 @@ def probe_and_plan(options: ProbeOptions) -> ProbeResult:
         probed["manager_engine_variables"] = unset
     preflight = None
     if options.preflight:
-        preflight = _preflight(options, binary, service_env, result_plan, cache_dir)
+        preflight = _preflight(options, readings.binary, service_env, result_plan, readings.cache_dir)
         probed["preflight"] = preflight.as_dict()
+        readings.note_system_config(preflight)
+    return ProbeResult(
+        facts=facts, plan=result_plan, probed=probed, warnings=readings.warnings,
+        engine_runs=readings.texts.runs + readings.device_runs + (preflight.runs if preflight else 0),
+        container=readings.own_container, preflight=preflight, unset_environment=unset,
+    )
+
+
+@dataclass
+class _Readings:
+    """What the probes saw, step by step, for one plan."""
+
+    options: ProbeOptions
+    view: HostView
+    binary: str
+    warnings: list[str] = field(default_factory=list)
+    model: str = ""
+    mmproj: str = ""
+    mmproj_bytes: int = 0
+    model_bytes: int = 0
+    gguf: GGUFInfo | None = None
+    texts: EngineTexts = field(default_factory=EngineTexts)
+    image_id: str = ""
+    engine_build: int = 0
+    cpu: CpuBudget | None = None
+    gpus: list = field(default_factory=list)
+    gpu_source: str = ""
+    vram_mib: int = 0
+    gpu_count: int = 0
+    ram_mib: int = 0
+    ram_avail_mib: int = 0
+    measured_avail_mib: int = 0
+    own_mib: int = 0
+    own_container: ContainerState = field(default_factory=ContainerState)
+    draft: str = ""
+    draft_err: str = ""
+    draft_gguf: GGUFInfo | None = None
+    draft_is_model: bool = False
+    split_devs: tuple = ()
+    engine_devices: tuple[str, ...] | None = None
+    device_runs: int = 0
+
+    @property
+    def cache_dir(self) -> str:
+        return self.options.cache_dir or posixpath.join(self.options.home, ".cache")
+
+    @property
+    def help_text(self) -> str:
+        return self.texts.help
+
+    def launcher(self, gpus: bool, env_of=None) -> EngineLauncher:
+        """The engine as the probes run it: the service's environment with the plan's GPU selection."""
+        run_env = dict(self.view.engine_env if env_of is None else env_of)
+        return _launcher(self.options, self.binary, engine_env(self.binary, run_env), run_env, gpus=gpus)
+
+    def read_gguf(self, path: str, what: str) -> GGUFInfo | None:
+        try:
+            return read_gguf_info(path, cache_dir=self.options.cache_dir, write_cache=self.options.write_cache)
+        except GGUFError as err:
+            self.warnings.append(f"{what} {path}: GGUF metadata unreadable ({err}); rules that need it keep engine "
+                                 "defaults")
+            return None
+
+    def note_system_config(self, preflight: PreflightResult) -> None:
         if preflight.system_config:
-            warnings.append(
+            self.warnings.append(
                 f"{SYSTEM_CONFIG} exists on this host: llama.cpp would apply it to every engine; the service "
                 + ("and the preflight do not read it" if preflight.system_config == "hidden"
                    else "does not read it, but the preflight could not hide it (not root, or no unshare)")
             )
-    return ProbeResult(
-        facts=facts, plan=result_plan, probed=probed, warnings=warnings,
-        engine_runs=texts.runs + device_runs + (preflight.runs if preflight else 0), container=own_container,
-        preflight=preflight, unset_environment=unset,
-    )
+
+    def facts(self) -> HostFacts:
+        options, view = self.options, self.view
+        return HostFacts(
+            help=self.help_text, bin=self.binary, model=self.model, mmproj=self.mmproj,
+            api_key_file=options.api_key_file, cpu=self.cpu, launch_queues=view.launch_queues, gpus=self.gpu_count,
+            arg_env=dict(view.arg_env), user_env=dict(view.user_env), gguf=self.gguf, model_bytes=self.model_bytes,
+            ram_mib=self.ram_mib, ram_avail_mib=self.ram_avail_mib, vram_mib=self.vram_mib,
+            # Where slots would go; the planner decides whether the engine gets --slot-save-path at all.
+            slot_dir=options.slot_dir or posixpath.join(options.home, "slots"), engine_build=self.engine_build,
+            draft=self.draft, draft_err=self.draft_err, draft_gguf=self.draft_gguf,
+            draft_is_model=self.draft_is_model, spec_auto_blocked=options.spec_auto_blocked,
+            split_devs=self.split_devs, mmproj_bytes=self.mmproj_bytes, engine_devices=self.engine_devices,
+        )
+
+    def probed(self, facts: HostFacts) -> dict:
+        return {
+            "bin": self.binary, "model": self.model, "mmproj": self.mmproj, "model_bytes": self.model_bytes,
+            "gguf": dataclasses.asdict(self.gguf) if self.gguf else None,
+            "engine_help_lines": len(self.help_text.splitlines()), "engine_build": self.engine_build,
+            "engine_runs": self.texts.runs, "cpu_budget": dataclasses.asdict(self.cpu) if self.cpu else None,
+            "gpu_source": self.gpu_source, "gpus": [dataclasses.asdict(g) for g in self.gpus],
+            "gpu_count": self.gpu_count, "vram_mib": self.vram_mib, "ram_mib": self.ram_mib,
+            "ram_avail_mib": self.ram_avail_mib, "ram_avail_measured_mib": self.measured_avail_mib,
+            "own_service_mib": self.own_mib, "engine_image": self.options.engine_image,
+            "engine_image_id": self.image_id, "container_id": self.own_container.id,
+            "slot_dir": facts.slot_dir, "split_devs": [dataclasses.asdict(d) for d in self.split_devs],
+            "engine_vram_mib": facts.engine_vram_mib, "draft": self.draft, "draft_err": self.draft_err,
+            "draft_is_model": self.draft_is_model,
+        }
+
+
+def _read_models(readings: _Readings, preset: Mapping[str, str]) -> None:
+    """The model and projector files, and the model's GGUF header."""
+    options = readings.options
+    try:
+        readings.model = resolve_main_model(preset.get("MODEL", ""), options.home, options.model_dirs)
+        if preset.get("MMPROJ", "").strip():
+            readings.mmproj = resolve_mmproj(preset["MMPROJ"], options.home, options.model_dirs)
+    except ModelPathError as err:
+        raise ProbeError(str(err)) from err
+    readings.gguf = readings.read_gguf(readings.model, "model")
+    readings.model_bytes = shard_family_size(posixpath.dirname(readings.model), posixpath.basename(readings.model))
+    if readings.mmproj:
+        try:
+            readings.mmproj_bytes = os.stat(readings.mmproj).st_size
+        except OSError:
+            readings.mmproj_bytes = 0
+
+
+def _read_engine(readings: _Readings, preset: Mapping[str, str]) -> None:
+    """The engine's --help (and --version when its build matters), cached by the engine's identity.
+
+    --help is read without the service's LLAMA_ARG_*: llama.cpp applies them before printing its usage, so a bad
+    one would make it print an error instead; the planner checks them against the help (flag_table).
+    """
+    options = readings.options
+    help_env = {k: v for k, v in readings.view.engine_env.items() if not k.startswith("LLAMA_ARG_")}
+    want_version = needs_engine_build(preset, readings.gguf)
+    launcher = readings.launcher(gpus=False, env_of=help_env)
+    readings.image_id = (launcher.identity or {}).get("image_id", "")
+    readings.texts = launcher_texts(launcher, readings.cache_dir, want_version=want_version,
+                                    write=options.write_cache)
+    if not readings.help_text:
+        what = f"image {options.engine_image}" if options.engine_image else readings.binary
+        readings.warnings.append(
+            f"{what} --help gave nothing (missing binary, image or libraries?): planning for an unknown engine, "
+            "with the oldest safe form of every flag"
+        )
+    if want_version:
+        readings.engine_build = trusted_build(parse_engine_build(readings.texts.version), options.engine_official)
+
+
+def _read_host(readings: _Readings) -> None:
+    """CPU budget, GPUs and their memory as the engine will see them, RAM less what this instance holds itself."""
+    options, view = readings.options, readings.view
+    if view.probe_cpu:
+        readings.cpu = cpuset_threads(options.root)
+    gpus, readings.gpu_source = list_gpus()
+    readings.gpus = gpus or []
+    if readings.gpus and not view.device_pinned:
+        readings.vram_mib = visible_vram_mib(readings.gpus, view.visible, view.pci_order)
+    if view.count_gpus:
+        readings.gpu_count = visible_gpu_count(view.visible, readings.gpus)
+    ram_mib, ram_avail = ram_facts(options.root)
+    if options.container:
+        readings.own_container = container_state(options.docker, options.container)
+        readings.own_mib = process_memory_mib(readings.own_container.pid, options.root)
+    elif options.unit:
+        readings.own_mib = unit_memory_mib(options.unit, options.root)
+    measured = min(ram_avail + readings.own_mib, ram_mib) if ram_mib else ram_avail
+    readings.ram_mib, readings.measured_avail_mib = ram_mib, measured
+    readings.ram_avail_mib = stable_ram_avail(measured, options.stable_ram_avail_mib, ram_mib)
+
+
+def _read_draft(readings: _Readings, preset: Mapping[str, str]) -> None:
+    if not needs_draft(preset):
+        return
+    options = readings.options
+    readings.draft, readings.draft_err = resolve_draft(preset["MODEL_DRAFT"], options.home, options.model_dirs)
+    if readings.draft:
+        readings.draft_is_model = same_file(readings.draft, readings.model)
+        readings.draft_gguf = readings.read_gguf(readings.draft, "MODEL_DRAFT")
+
+
+def _read_devices(readings: _Readings, preset: Mapping[str, str]) -> None:
+    """The engine's device list: for a tensor split, and to check the device and buffer names a preset gives."""
+    tensor_split = splits_tensors(preset, readings.help_text)
+    if not readings.help_text or not (tensor_split or names_devices(readings.view.extra, readings.view.arg_env)):
+        return
+    listed = cached_devices(readings.launcher(gpus=bool(readings.gpus)), readings.cache_dir,
+                            readings.options.write_cache)
+    readings.device_runs = listed.runs
+    if listed.devices is not None:
+        readings.engine_devices = tuple(d.id for d in listed.devices)
+        readings.split_devs = listed.devices if tensor_split else ()
 
 
 MANAGER_TIMEOUT_S = 5.0
-# What names devices or buffer types, in EXTRA_ARGS or the service environment.
-_DEVICE_NAMING_FLAGS = (
-    "-dev", "--device", "-devd", "--device-draft", "--spec-draft-device", "-mmdev", "--mmproj-device",
-    "-ot", "--override-tensor", "-otd", "--override-tensor-draft", "--spec-draft-override-tensor",
-)  # fmt: skip
-_DEVICE_NAMING_ENV = ("LLAMA_ARG_DEVICE", "LLAMA_ARG_OVERRIDE_TENSOR", "MTMD_BACKEND_DEVICE")
-
-
-def names_devices(extra: Sequence[str], arg_env: Mapping[str, str]) -> bool:
-    return has_any_flag(extra, *_DEVICE_NAMING_FLAGS) or any(arg_env.get(k, "") for k in _DEVICE_NAMING_ENV)
-
-
 def manager_environment(systemctl: str) -> dict[str, str]:
     """What the systemd manager passes to every unit (``systemctl show-environment``); {} when it cannot say."""
     rc, out = run_command([systemctl, "show-environment"], (), {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
@@ -431,9 +406,8 @@ def _launcher(
 
 
 def check_port(plan: planner.Plan, own_unit: str, root: str = "/", own_container: str = "") -> str:
-    """Spec 17 adapted: a foreign listener on the planned port, named; "" when free or ours."""
-    port_text = arg_value(plan.argv, "--port")
-    host = arg_value(plan.argv, "--host")
+    """Spec 17 adapted: a foreign listener where the plan listens (its decisions), named; "" when free or ours."""
+    port_text = plan.decisions.port
     if not port_text.isdigit():
         return ""
-    return port_conflict(int(port_text), host, own_unit, root, own_container=own_container)
+    return port_conflict(int(port_text), plan.decisions.host, own_unit, root, own_container=own_container)

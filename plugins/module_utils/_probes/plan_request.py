@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils import planner
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import unit_name
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import BY_NAME
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import (
     CpuBudget,
     GGUFInfo,
@@ -34,8 +36,8 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.system
     exec_start,
 )
 
-# Where ggml-org's server images put the engine (their entrypoint).
-IMAGE_DEFAULT_BIN = "/app/llama-server"
+# Where ggml-org's server images put the engine (their entrypoint): the image_binary setting's default.
+IMAGE_DEFAULT_BIN = BY_NAME["image_binary"].default
 
 
 @dataclass
@@ -126,42 +128,9 @@ def plan_from_params(params: Mapping, check_mode: bool) -> PlanOutcome:
     key = preset.get("API_KEY", "").strip()
     if key:
         secrets += [key, preset["API_KEY"]]
-    environment = {str(k): "" if v is None else str(v) for k, v in (params["environment"] or {}).items()}
-    in_image = bool(params["engine_image"])
-    unit = params["unit"] or (
-        f"llama-server-{params['instance']}.service" if params["instance"] and not in_image else ""
-    )
-    binary = params["bin"] or (IMAGE_DEFAULT_BIN if in_image else "")
-
     result = {"changed": False, "port_conflict": "", "engine_runs": 0, "unset_environment": []}
-    preflight = None
     try:
-        if params["host_facts"] is not None:
-            facts = facts_from_dict(params["host_facts"])
-            plan = planner.plan(preset, facts)
-            probed = {"source": "host_facts"}
-            warnings = []
-        else:
-            probe = probe_and_plan(
-                ProbeOptions(
-                    **plan_options.copied_fields(params),
-                    preset=preset,
-                    bin=binary,
-                    environment=environment,
-                    unit=unit,
-                    slot_dir=params["slot_dir"] or "",
-                    cache_dir=params["cache_dir"] or "",
-                    write_cache=not check_mode,
-                    stable_ram_avail_mib=params["stable_ram_avail_mib"] or previous_ram_avail(params["state_file"]),
-                    docker=DockerAccess(cli=params["docker_cli"], host=params["docker_host"]),
-                )
-            )
-            plan, probed, warnings = probe.plan, probe.probed, list(probe.warnings)
-            preflight = probe.preflight
-            result["unset_environment"] = probe.unset_environment
-            result["engine_runs"] = probe.engine_runs
-            if params["check_port"] and not plan.external:
-                result["port_conflict"] = check_port(plan, unit, own_container=probe.container.id)
+        plan, probed, warnings, preflight = _planned(params, preset, check_mode, result)
     except (ProbeError, planner.PlanError, planner.PresetError, ValueError, TypeError) as err:
         return PlanOutcome(result, failure=str(err), secrets=secrets)
     except Exception as err:  # report probe bugs as a failed task with the traceback attached
@@ -189,12 +158,44 @@ def plan_from_params(params: Mapping, check_mode: bool) -> PlanOutcome:
         preflight=preflight.as_dict() if preflight else None,
         facts=probed,
     )
-    failure = ""
+    return PlanOutcome(result, failure=_failure(plan, preflight, result, params), warnings=warnings,
+                       secrets=secrets)
+
+
+def _planned(params: Mapping, preset: dict, check_mode: bool, result: dict):
+    """(plan, what was probed, warnings, preflight) from the given facts, or from the host's probes."""
+    if params["host_facts"] is not None:
+        return planner.plan(preset, facts_from_dict(params["host_facts"])), {"source": "host_facts"}, [], None
+    in_image = bool(params["engine_image"])
+    unit = params["unit"] or (unit_name(params["instance"]) if params["instance"] and not in_image else "")
+    probe = probe_and_plan(
+        ProbeOptions(
+            **plan_options.copied_fields(params),
+            preset=preset,
+            bin=params["bin"] or (IMAGE_DEFAULT_BIN if in_image else ""),
+            environment={str(k): "" if v is None else str(v) for k, v in (params["environment"] or {}).items()},
+            unit=unit,
+            slot_dir=params["slot_dir"] or "",
+            cache_dir=params["cache_dir"] or "",
+            write_cache=not check_mode,
+            stable_ram_avail_mib=params["stable_ram_avail_mib"] or previous_ram_avail(params["state_file"]),
+            docker=DockerAccess(cli=params["docker_cli"], host=params["docker_host"]),
+        )
+    )
+    result["unset_environment"] = probe.unset_environment
+    result["engine_runs"] = probe.engine_runs
+    if params["check_port"] and not probe.plan.external:
+        result["port_conflict"] = check_port(probe.plan, unit, own_container=probe.container.id)
+    return probe.plan, probe.probed, list(probe.warnings), probe.preflight
+
+
+def _failure(plan: planner.Plan, preflight, result: Mapping, params: Mapping) -> str:
+    """Why the plan may not go on: the engine's parser refused it, a foreign listener, the load guard."""
     if preflight is not None and not preflight.passed:
-        failure = ("the engine refused the planned command line (its own parser, before anything on the host "
-                   f"changed): {preflight.engine_says}")
-    elif result["port_conflict"]:
-        failure = result["port_conflict"]
-    elif plan.refusal and params["fail_on_refusal"]:
-        failure = f"[{plan.refusal.id}] {plan.refusal.text}"
-    return PlanOutcome(result, failure=failure, warnings=warnings, secrets=secrets)
+        return ("the engine refused the planned command line (its own parser, before anything on the host "
+                f"changed): {preflight.engine_says}")
+    if result["port_conflict"]:
+        return result["port_conflict"]
+    if plan.refusal and params["fail_on_refusal"]:
+        return f"[{plan.refusal.id}] {plan.refusal.text}"
+    return ""

@@ -11,6 +11,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils.planner import
     Plan,
     PlanError,
     SplitDev,
+    normalize_preset,
     plan,
 )
 from tests.unit.support.helptexts import NEW_ENGINE, OLD_ENGINE
@@ -273,6 +274,18 @@ def test_external_preset_plans_nothing():
     assert p.external is True
     assert p.argv == []
     assert ids(p.notes) == ["external"]
+
+
+@pytest.mark.parametrize("written", [{"EXTERNAL": False}, {"external": "off"}, {"EXTERNAL": 0}, {"EXTERNAL": "No"}],
+                         ids=["yaml false", "off", "yaml 0", "No"])
+def test_an_external_preset_switched_off_plans_a_local_engine(written):
+    """Loki reads anything but 1 as a local engine; a YAML ``false`` arrives as ``off`` (normalize_preset)."""
+    p = plan(normalize_preset(written), facts(help=NEW_ENGINE))
+    assert p.external is False
+    assert p.argv[:3] == [BIN, "-m", MODEL]
+    typed = normalize_preset(written)["EXTERNAL"]
+    normalised = [n.text for n in p.notes if n.code == "EXTERNAL"]
+    assert normalised == ([] if typed == "0" else [f"EXTERNAL={typed} read as 0"])
 
 
 @pytest.mark.parametrize(

@@ -58,7 +58,7 @@ VALID = {
     "SLOT_PERSIST": [("true", "on"), ("no", "off")],
     "CACHE_ISOLATE": [("off", "off"), ("on", "on"), ("0", "off"), ("false", "off")],
     "LOAD_GUARD": [("off", "off"), ("on", "on"), ("non", "off"), ("1", "on")],
-    "EXTERNAL": [("0", "0")],
+    "EXTERNAL": [("0", "0"), ("1", "1"), ("off", "0"), ("false", "0"), ("No", "0"), ("non", "0")],
 }
 
 INVALID = {
@@ -80,7 +80,7 @@ INVALID = {
     "SLOT_PERSIST": ["persist"],
     "CACHE_ISOLATE": ["of"],
     "LOAD_GUARD": ["disabled"],
-    "EXTERNAL": ["true", "yes", "2"],
+    "EXTERNAL": ["true", "yes", "on", "2"],
 }
 
 # Keys whose invalid values the spec ignores with a note: left to their rule, as written, no error here.

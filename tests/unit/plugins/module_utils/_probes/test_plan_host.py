@@ -23,11 +23,8 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.gpu im
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_host import (
     ProbeError,
     ProbeOptions,
-    arg_env_from,
     probe_and_plan,
     resolve_bin,
-    stable_ram_avail,
-    user_env_from,
 )
 from tests.unit.support.paths import FIXTURES
 
@@ -336,21 +333,6 @@ def test_resolve_bin(bin_option, preset, expected):
 def test_resolve_bin_requires_one():
     with pytest.raises(ProbeError, match="BIN not defined"):
         resolve_bin(ProbeOptions(preset={}))
-
-
-@pytest.mark.parametrize(
-    ("measured", "previous", "total", "used"),
-    [(50000, 0, 64000, 50000), (50000, 49000, 64000, 49000), (50000, 40000, 64000, 50000),
-     (5000, 4200, 8000, 4200), (0, 4000, 8000, 0)],
-)
-def test_stable_ram_avail(measured, previous, total, used):
-    assert stable_ram_avail(measured, previous, total) == used
-
-
-def test_env_readers():
-    env = {"LLAMA_ARG_LOAD_MODE": " mlock ", "LLAMA_ARG_X": "", "GGML_CUDA_ALLREDUCE": "nccl", "GGML_OTHER": "1"}
-    assert arg_env_from(env) == {"LLAMA_ARG_LOAD_MODE": "mlock"}
-    assert user_env_from(env) == {"GGML_CUDA_ALLREDUCE": "nccl"}
 
 
 def fake_docker_for(engine: Path, directory: Path, container_pid: int) -> str:
