@@ -85,11 +85,9 @@ docker-engine: $(STAMP)
 engine-image: docker-engine
 	@VENV=$(CURDIR)/$(VENV) scripts/engine_image.sh
 
-## The checkout as collection llamafleet.llamacpp (symlink tree, as conftest.py makes it),
-## plus community.docker from PyPI's ansible wheel (Galaxy is not reachable).
+## The checkout as collection llamafleet.llamacpp (symlink tree, as conftest.py makes it).
 collections: $(STAMP)
 	@$(PY) -c 'import conftest'
-	@VENV=$(CURDIR)/$(VENV) scripts/docker_collections.sh $(CURDIR)/.collections >/dev/null
 
 ## Molecule on the local fleet (create/destroy: molecule/shared); MOLECULE_ARGS="-s default" for one.
 MOLECULE_ARGS ?= --all

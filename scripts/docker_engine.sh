@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A private Docker engine for the tests that deploy llama-server as a container
-# (the role's docker/compose mode, community.docker.docker_compose_v2): its own
+# (the role's compose runtime, which drives docker compose on the host): its own
 # dockerd with its own data root, exec root, socket and config, started by hand
 # because this machine has no systemd as PID 1 (and a CI machine may already
 # run a system Docker we must not touch). Images come from `docker import`

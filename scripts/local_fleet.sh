@@ -19,11 +19,9 @@ size=${FLEET_SIZE:-2}
 # shellcheck source=scripts/steps.sh disable=SC1091  # followed when steps.sh is checked too (-x, or both named)
 . "$here/steps.sh"
 
-# The checkout as collection llamafleet.llamacpp (conftest's symlink tree) and
-# community.docker next to it, as `make collections` makes them.
+# The checkout as collection llamafleet.llamacpp (conftest's symlink tree), as `make collections` makes it.
 collections() {
   "$venv/bin/python" -c 'import sys; sys.path.insert(0, sys.argv[1]); import conftest' "$root"
-  VENV=$venv "$here/docker_collections.sh" "$root/.collections"
 }
 
 deploy() {
@@ -65,7 +63,7 @@ step share "wheels; engine, model and wheels into the fleet share" \
   "$here/fleet_artifacts.sh" "$LLAMAFLEET_FLEET_SHARE"
 step rootfs "Debian ${LLAMAFLEET_SUITE:-bookworm} rootfs for the hosts (cached)" "$here/fleet.sh" rootfs
 step --summary 'fleet of [0-9]+ up' hosts "$size systemd-nspawn hosts, ssh over veth" "$here/fleet.sh" up "$size"
-step collections "llamafleet.llamacpp and community.docker" collections
+step collections "llamafleet.llamacpp as a collection (symlink tree)" collections
 step_live deploy "playbooks/deploy-llm.yml" deploy
 step_live completions "one per host (API key: $(_steps_short "$LLAMAFLEET_DEMO_KEY_FILE"))" completions
 steps_end
