@@ -69,8 +69,12 @@ def _first_line(text) -> str:
 
 
 def _why_restarted(entry: Mapping) -> str:
-    """The first reason an instance was (or, in check mode, would be) restarted: what ran was not the plan."""
+    """The first reason an instance was (or, in check mode, would be) restarted: what ran was not the plan; or the
+    files whose comments alone changed, written without a restart."""
     reasons = entry.get("reasons") or []
+    rewritten = entry.get("rewritten") or []
+    if not reasons and rewritten:
+        return f"rewritten, not restarted: {', '.join(rewritten)} (its comments alone changed)"
     if not reasons:
         return ""
     if entry.get("restarted") is True:

@@ -479,9 +479,8 @@ def plan_instance(request: Request, runtime: Runtime, check_mode: bool) -> tuple
     planned = plan_from_params(with_defaults(options), check_mode)
     if planned.failure:
         message = f"instance {name}: {planned.failure}"
-        return None, Outcome({"plan": planned.result, "report": early_entry(name, "failed", message
-                                                                             + " (nothing was changed)", service)},
-                             failure=message)
+        entry = early_entry(name, "failed", message + " (nothing was changed)", service)
+        return None, Outcome({"plan": planned.result, "report": entry}, failure=message)
     result = planned.result
     if result.get("external"):
         entry = early_entry(name, "external", unit=service)
@@ -489,9 +488,8 @@ def plan_instance(request: Request, runtime: Runtime, check_mode: bool) -> tuple
         return None, Outcome({"plan": result, "report": entry})
     refusal = open_server_refusal(name, result["decisions"], request.key, request.settings["allow_open"])
     if refusal:
-        return None, Outcome({"plan": result, "report": early_entry(name, "failed", refusal
-                                                                   + " (nothing was changed)", service)},
-                             failure=refusal)
+        entry = early_entry(name, "failed", refusal + " (nothing was changed)", service)
+        return None, Outcome({"plan": result, "report": entry}, failure=refusal)
     try:
         rendered = runtime.render(result, request.key)
     except RenderError as err:

@@ -369,6 +369,8 @@ def _read_devices(readings: _Readings, preset: Mapping[str, str]) -> None:
 
 
 MANAGER_TIMEOUT_S = 5.0
+
+
 def manager_environment(systemctl: str) -> dict[str, str]:
     """What the systemd manager passes to every unit (``systemctl show-environment``); {} when it cannot say."""
     rc, out = run_command([systemctl, "show-environment"], (), {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},

@@ -178,8 +178,8 @@ def service_environment_no_config(env: Mapping[str, str]) -> dict[str, str]:
 
 def container_environment(spec: ServiceSpec, plan_env: Mapping[str, str]) -> dict[str, str]:
     """Every variable the service sets in its container, as the engine sees it (before compose's escaping)."""
-    return service_environment_no_config(service_environment(spec, plan_env, gpu_reservation(spec.gpus,
-                                                                                                spec.gpu_selection)))
+    reservation = gpu_reservation(spec.gpus, spec.gpu_selection)
+    return service_environment_no_config(service_environment(spec, plan_env, reservation))
 
 
 def compose_fragment(argv: Sequence[str], plan_env: Mapping[str, str], decisions: Mapping, spec: ServiceSpec) -> dict:

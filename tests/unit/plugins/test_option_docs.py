@@ -15,7 +15,7 @@ SPEC_KEYS = ("type", "default", "elements", "choices", "required")
 
 
 def _spec(path: str) -> dict:
-    module_name, _, attribute = path.rpartition(".")
+    module_name, _dot, attribute = path.rpartition(".")
     return getattr(importlib.import_module(PREFIX + module_name), attribute)
 
 
@@ -33,7 +33,7 @@ def documented_options(plugin: str) -> dict:
     doc = yaml.safe_load(importlib.import_module(f"{PREFIX}modules.{plugin}").DOCUMENTATION)
     options: dict = {}
     for fragment in doc.get("extends_documentation_fragment") or ():
-        name, _, variable = fragment.removeprefix("llamafleet.llamacpp.").partition(".")
+        name, _dot, variable = fragment.removeprefix("llamafleet.llamacpp.").partition(".")
         text = getattr(importlib.import_module(f"{PREFIX}doc_fragments.{name}").ModuleDocFragment,
                        (variable or "documentation").upper())
         options.update((yaml.safe_load(text) or {}).get("options") or {})

@@ -74,8 +74,8 @@ def test_rows_of_instances_that_are_not_applied(instance, more, state):
 
 
 def test_a_module_that_could_not_run_still_gives_a_row():
-    result = run_action({"name": "main", "preset": "small"}, {APPLY: {"failed": True, "msg": "MODULE FAILURE",
-                                                                       "rc": 1}})[0]
+    failure = {"failed": True, "msg": "MODULE FAILURE", "rc": 1}
+    result = run_action({"name": "main", "preset": "small"}, {APPLY: failure})[0]
     assert result["failed"] is True
     assert (result["report"]["state"], result["report"]["error"]) == ("failed", "instance main: MODULE FAILURE")
     assert result["report"]["unit"] == "llama-server-main.service"

@@ -156,6 +156,8 @@ def test_registered_names():
          "would restart: the unit hit its start limit (start-limit-hit)"),
         ({"restarted": False, "reasons": []}, ""),
         ({"restarted": True, "reasons": ["r"], "error": "boom\nmore"}, "boom"),
+        ({"restarted": False, "changed": True, "reasons": [], "rewritten": ["the unit file"]},
+         "rewritten, not restarted: the unit file (its comments alone changed)"),
     ],
 )
 def test_the_detail_says_why_an_instance_was_restarted(entry, detail):
