@@ -7,7 +7,8 @@ export LLAMAFLEET_CACHE ?= $(HOME)/.cache/llamafleet
 
 .PHONY: venv deploy-local demo test lint changelog unit sanity integration engine model bench clean \
 	collections fleet-up fleet-down molecule docker-engine engine-image matrix-oldest matrix-newest unit-matrix \
-	molecule-dev artifacts downloads engine-old tiny-model rootfs-bookworm rootfs-trixie gpu-prepare gpu-dry-run
+	molecule-dev artifacts downloads engine-old tiny-model rootfs-bookworm rootfs-trixie gpu-prepare gpu-dry-run \
+	venvs venv-oldest venv-newest compose-share checks-oldest checks-newest molecule-oldest molecule-newest
 
 # The dev venv (ansible-core 2.19 on Python 3.11); the matrix targets below make others with their own
 # REQUIREMENTS and VENV_PYTHON.
@@ -39,9 +40,27 @@ model:
 	scripts/fetch_model.sh
 
 ## Everything the tests build or download, at once: the two engine builds share the cores while the downloads
-## (model, sdists, wheels) and the Debian rootfs builds wait on the network. Each piece is cached and locked.
+## (model, sdists, wheels, the venvs) and the Debian rootfs builds wait on the network. Each piece is cached and
+## locked. What the two lanes of `make test` would both make comes first, here: the venvs, the collection's symlink
+## tree, the Docker engine with the engine's image.
 artifacts:
-	$(MAKE) --no-print-directory -j5 engine engine-old downloads rootfs-bookworm rootfs-trixie
+	$(MAKE) --no-print-directory -j5 engine engine-old downloads rootfs-bookworm rootfs-trixie venvs
+	$(MAKE) --no-print-directory collections compose-share
+
+## The venvs of the ansible-core range: the dev one (2.19), the oldest (2.16) and the newest (2.21).
+venvs: venv venv-oldest venv-newest
+
+venv-oldest:
+	$(MAKE) --no-print-directory venv VENV=.venv-2.16 REQUIREMENTS=requirements-2.16.txt
+
+venv-newest:
+	$(MAKE) --no-print-directory venv VENV=.venv-2.21 REQUIREMENTS=requirements-2.21.txt \
+	  VENV_PYTHON="$$(scripts/find_python.sh 3.12)"
+
+## The molecule share with the Docker engine running and the CPU engine imported as an image.
+compose-share: $(STAMP)
+	LLAMAFLEET_FLEET_MODEL=tiny VENV=$(CURDIR)/$(VENV) scripts/compose_artifacts.sh $(CURDIR)/.cache/fleet-share \
+	  >/dev/null
 
 # One after the other: they share the tools venv (scripts/fetch_model.sh), which the first one creates.
 downloads:
@@ -89,23 +108,37 @@ engine-image: docker-engine
 collections: $(STAMP)
 	@$(PY) -c 'import conftest'
 
-## Molecule on the local fleet (create/destroy: molecule/shared); MOLECULE_ARGS="-s default" for one.
-MOLECULE_ARGS ?= --all
+## Molecule on the local fleet (create/destroy: molecule/shared), one scenario at a time with its time;
+## SCENARIOS="default rollback" for some, MOLECULE_EXCLUDE="default" to leave some out.
+SCENARIOS ?=
+MOLECULE_EXCLUDE ?=
 molecule: $(STAMP) collections
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/molecule test $(MOLECULE_ARGS)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" MOLECULE=$(VENV)/bin/molecule scripts/molecule_scenarios.sh \
+	  $(foreach name,$(MOLECULE_EXCLUDE),--exclude $(name)) $(SCENARIOS)
 
 ## The supported ansible-core range, each end in its own venv: the unit tests, ansible-test sanity and molecule's
 ## default scenario. Oldest: 2.16 (Automation Platform 2.5) on Python 3.11, bookworm hosts. Newest: 2.21 on
 ## Python 3.12 (it needs 3.12 on the controller), on Debian trixie hosts (Python 3.13 targets).
 ## The unit tests there leave out tests/unit/plugins/module_utils: that code imports nothing of ansible-core
 ## (test_layout_purity checks it), so its tests say the same under every release; the dev venv runs them.
-matrix-oldest:
-	$(MAKE) --no-print-directory unit-matrix sanity molecule VENV=.venv-2.16 REQUIREMENTS=requirements-2.16.txt \
-	  MOLECULE_ARGS="-s default"
+matrix-oldest: checks-oldest molecule-oldest
 
-matrix-newest:
-	LLAMAFLEET_SUITE=trixie $(MAKE) --no-print-directory unit-matrix sanity molecule VENV=.venv-2.21 \
-	  REQUIREMENTS=requirements-2.21.txt VENV_PYTHON="$$(scripts/find_python.sh 3.12)" MOLECULE_ARGS="-s default"
+matrix-newest: checks-newest molecule-newest
+
+# Each end in two parts: its checks (CPU) and its molecule run (the fleet), which make test runs in separate lanes.
+checks-oldest:
+	$(MAKE) --no-print-directory unit-matrix sanity VENV=.venv-2.16 REQUIREMENTS=requirements-2.16.txt
+
+checks-newest:
+	$(MAKE) --no-print-directory unit-matrix sanity VENV=.venv-2.21 REQUIREMENTS=requirements-2.21.txt \
+	  VENV_PYTHON="$$(scripts/find_python.sh 3.12)"
+
+molecule-oldest:
+	$(MAKE) --no-print-directory molecule VENV=.venv-2.16 REQUIREMENTS=requirements-2.16.txt SCENARIOS=default
+
+molecule-newest:
+	LLAMAFLEET_SUITE=trixie $(MAKE) --no-print-directory molecule VENV=.venv-2.21 REQUIREMENTS=requirements-2.21.txt \
+	  VENV_PYTHON="$$(scripts/find_python.sh 3.12)" SCENARIOS=default
 
 unit-matrix: $(STAMP)
 	$(VENV)/bin/pytest tests/unit --ignore=tests/unit/plugins/module_utils -p no:cacheprovider
@@ -135,7 +168,8 @@ integration: $(STAMP)
 	LLAMAFLEET_ENGINE_DIR="$$(scripts/build_engine.sh current)" \
 	LLAMAFLEET_OLD_ENGINE_DIR="$$(scripts/build_engine.sh old)" \
 	LLAMAFLEET_MODEL="$$(scripts/fetch_model.sh)" \
-	LLAMAFLEET_DOCKER_JSON="$$(VENV=$(CURDIR)/$(VENV) scripts/compose_artifacts.sh $(CURDIR)/.cache/fleet-share)" \
+	LLAMAFLEET_DOCKER_JSON="$$(VENV=$(CURDIR)/$(VENV) scripts/compose_artifacts.sh \
+	    $(CURDIR)/.cache/fleet-share-integration)" \
 	  $(VENV)/bin/pytest tests/integration -p no:cacheprovider
 
 bench: $(STAMP)
@@ -147,21 +181,27 @@ bench: $(STAMP)
 	  --docker-json "$$(VENV=$(CURDIR)/$(VENV) scripts/compose_artifacts.sh $(CURDIR)/.cache/fleet-share)"
 
 ## Every test and linter, each target one step of scripts/steps.sh: a line when it starts and one when it ends
-## (with pytest's, ansible-lint's and molecule's result lines), its output in a log file under
+## (with pytest's, ansible-lint's results and each molecule scenario's time), its output in a log file under
 ## $(LLAMAFLEET_CACHE)/logs, the log's end and path printed when it fails. VERBOSE=1 streams everything.
+## After the artifacts, two lanes side by side ('&'): the CPU-bound checks, and the molecule scenarios, whose hosts
+## mostly wait (starting, loading, health waits) and leave a core to the checks.
 test:
 	@MAKE='$(MAKE)' scripts/steps.sh make 'make test' \
-	  'artifacts=CPU engines (two generations), models, bookworm and trixie rootfs: built once, cached' \
+	  'artifacts=CPU engines (two generations), models, rootfs, venvs, Docker engine and image: built once, cached' \
+	  ';' \
 	  'lint=ruff, ansible-lint, changelog, EE metadata' \
 	  'unit=pytest tests/unit, coverage >= 95%' \
 	  'integration=pytest tests/integration, real engines and models' \
+	  'checks-oldest=ansible-core 2.16: unit tests, ansible-test sanity' \
+	  'checks-newest=ansible-core 2.21 on Python 3.12: unit tests, ansible-test sanity' \
+	  '&' \
 	  'molecule-dev=molecule: every scenario but default, ansible-core 2.19' \
-	  'matrix-oldest=ansible-core 2.16: unit, sanity, molecule default on bookworm hosts' \
-	  'matrix-newest=ansible-core 2.21 on Python 3.12: unit, sanity, molecule default on trixie hosts'
+	  'molecule-oldest=molecule default under ansible-core 2.16, bookworm hosts' \
+	  'molecule-newest=molecule default under ansible-core 2.21, trixie hosts (Python 3.13)'
 
 ## The dev venv's molecule share of `make test`: the default scenario runs under both ends of the range instead.
 molecule-dev:
-	$(MAKE) --no-print-directory molecule MOLECULE_ARGS="--all --exclude default"
+	$(MAKE) --no-print-directory molecule MOLECULE_EXCLUDE=default
 
 clean:
 	rm -rf $(VENV) .collections .pytest_cache .ruff_cache .cache

@@ -19,6 +19,10 @@
 #
 # As a command (the Makefile):
 #   scripts/steps.sh make TITLE TARGET=DESCRIPTION...   each TARGET a step: $MAKE TARGET
+#   Between the specs, a lone '&' starts a second lane that runs alongside the steps before it (back to the
+#   previous ';' or the start), and a lone ';' waits for every lane before the steps after it: two cores share a
+#   CPU-bound lane (tests, linters) and a lane that mostly waits (molecule's hosts). Each lane runs its steps in
+#   order and prints their lines as they come; the run fails when a lane failed, once every lane is done.
 #
 # Environment: VERBOSE=1 streams every step's output as before, no log files;
 # LLAMAFLEET_FULL_LOGS=1 (the default when CI is set: CI keeps only what is
@@ -34,7 +38,7 @@ _steps_status_pid=
 _steps_status_tty=0
 _steps_rc=0
 # Result lines of pytest (counts, coverage), molecule and ansible-lint.
-_steps_results='^=+ .*[0-9]+ (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)\b.* in [0-9.]+s|^=+ no tests ran|Required test coverage|Molecule executed [0-9]+ scenario|^(Passed|Failed): [0-9]+ failure'
+_steps_results='^=+ .*[0-9]+ (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)\b.* in [0-9.]+s|^=+ no tests ran|Required test coverage|^molecule scenario .*: (passed|FAILED)|^molecule: [0-9]+ scenario|^(Passed|Failed): [0-9]+ failure'
 
 _steps_verbose() { [ -n "${VERBOSE:-}" ] && [ "$VERBOSE" != 0 ]; }
 
@@ -95,7 +99,8 @@ steps_begin() {
   echo "$steps_title: $(_steps_count); logs in $(_steps_short "$steps_dir")/ (VERBOSE=1 streams them)"
 }
 
-# Sets _steps_label ("[3/8]") and _steps_next for step $1.
+# Sets _steps_label ("[3/8]") and _steps_next for step $1 (the next step of its lane, when lanes run).
+steps_lane=()
 _steps_locate() {
   local i
   _steps_label="[?/${#steps_names[@]}]"
@@ -106,6 +111,12 @@ _steps_locate() {
       _steps_next=${steps_names[$((i + 1))]:-}
     fi
   done
+  if [ ${#steps_lane[@]} -gt 0 ]; then
+    _steps_next=
+    for i in "${!steps_lane[@]}"; do
+      if [ "${steps_lane[$i]}" = "$1" ]; then _steps_next=${steps_lane[$((i + 1))]:-}; fi
+    done
+  fi
 }
 
 # COMMAND in a subshell with errexit in force (a shell function stops at its
@@ -129,7 +140,7 @@ _steps_status_start() {
   local log=$1 cols=0 parent=$$
   _steps_status_pid=
   _steps_status_tty=0
-  if [ -t 1 ] && [ "${TERM:-dumb}" != dumb ]; then
+  if [ -t 1 ] && [ "${TERM:-dumb}" != dumb ] && [ -z "${_steps_status_tty_off:-}" ]; then
     _steps_status_tty=1
     cols=$(tput cols 2>/dev/null || echo 80)
   fi
@@ -233,7 +244,7 @@ step() {
   _steps_status_stop
   [ "$_steps_rc" -eq 0 ] || _steps_failed "$name" "$_steps_rc" $((SECONDS - started)) "$log"
   if [ -n "$results" ]; then
-    _steps_plain <"$log" | { grep -E "$results" || true; } | tail -n 3 | sed -e 's/^=* *//' -e 's/ *=*$//' -e 's/^/      /'
+    _steps_plain <"$log" | { grep -E "$results" || true; } | tail -n 20 | sed -e 's/^=* *//' -e 's/ *=*$//' -e 's/^/      /'
   fi
   _steps_done $((SECONDS - started))
 }
@@ -253,20 +264,66 @@ steps_end() {
   echo "$steps_title: $(_steps_count) done in $(_steps_time $((SECONDS - steps_started)))"
 }
 
+# The make steps of one lane, in order: TARGET=DESCRIPTION...; a failed step ends the lane (its subshell).
+_steps_make_lane() {
+  local spec
+  steps_lane=()
+  for spec in "$@"; do steps_lane+=("${spec%%=*}"); done
+  for spec in "$@"; do
+    step "${spec%%=*}" "${spec#*=}" "${MAKE:-make}" --no-print-directory "${spec%%=*}"
+  done
+}
+
+# One group of lanes (specs separated by '&'): a lone lane runs here; several run side by side, then the group
+# fails with the first failed lane's status once all are done.
+_steps_make_group() {
+  local lanes=() lane=() spec pids=() rc=0 pid status
+  for spec in "$@" '&'; do
+    if [ "$spec" = '&' ]; then
+      [ ${#lane[@]} -eq 0 ] || lanes+=("$(printf '%s\n' "${lane[@]}")")
+      lane=()
+    else
+      lane+=("$spec")
+    fi
+  done
+  if [ ${#lanes[@]} -eq 1 ]; then
+    mapfile -t lane <<<"${lanes[0]}"
+    _steps_make_lane "${lane[@]}"
+    return 0
+  fi
+  echo "      side by side: $(for l in "${lanes[@]}"; do sed -n 's/=.*//p' <<<"$l" | paste -sd, -; done | paste -sd'|' - | sed 's/|/ | /g')"
+  for spec in "${lanes[@]}"; do
+    mapfile -t lane <<<"$spec"
+    # No redrawn status line: two lanes would draw over each other.
+    (_steps_status_tty_off=1; _steps_make_lane "${lane[@]}") &
+    pids+=("$!")
+  done
+  for pid in "${pids[@]}"; do
+    status=0
+    wait "$pid" || status=$?
+    [ "$rc" -ne 0 ] || rc=$status
+  done
+  [ "$rc" -eq 0 ] || exit "$rc"
+}
+
 _steps_main() {
-  local title spec names=() descs=() i
+  local title spec names=() group=()
   case "${1:-}" in
     make)
-      [ $# -ge 3 ] || { echo "usage: $0 make TITLE TARGET=DESCRIPTION..." >&2; exit 2; }
+      [ $# -ge 3 ] || { echo "usage: $0 make TITLE TARGET=DESCRIPTION... ['&' | ';' TARGET=DESCRIPTION...]" >&2; exit 2; }
       title=$2
       shift 2
       for spec in "$@"; do
-        names+=("${spec%%=*}")
-        descs+=("${spec#*=}")
+        case "$spec" in '&' | ';') ;; *) names+=("${spec%%=*}") ;; esac
       done
       steps_begin "$title" "${names[@]}"
-      for i in "${!names[@]}"; do
-        step "${names[$i]}" "${descs[$i]}" "${MAKE:-make}" --no-print-directory "${names[$i]}"
+      for spec in "$@" ';'; do
+        if [ "$spec" = ';' ]; then
+          [ ${#group[@]} -eq 0 ] || _steps_make_group "${group[@]}"
+          group=()
+        else
+          group+=("$spec")
+        fi
       done
       steps_end
       ;;

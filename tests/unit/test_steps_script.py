@@ -52,3 +52,51 @@ def test_a_passing_step_prints_no_digest(tmp_path):
     assert result.returncode == 0
     assert "failure lines" not in result.stdout + result.stderr
     assert "t: 1 step done in" in result.stdout
+
+
+MAKEFILE = """\
+slow:
+\t@sleep 2; echo slow done
+fast:
+\t@echo fast done
+after:
+\t@echo '============ 3 passed in 0.01s ============'
+broken:
+\t@echo 'fatal: [h]: FAILED!'; exit 3
+first:
+\t@echo first
+"""
+
+
+def _make(tmp_path, *specs):
+    (tmp_path / "Makefile").write_text(MAKEFILE)
+    env = dict(os.environ, LLAMAFLEET_CACHE=str(tmp_path / "cache"), LLAMAFLEET_FULL_LOGS="0", MAKE="make")
+    env.pop("VERBOSE", None)
+    env.pop("MAKEFLAGS", None)
+    return subprocess.run([str(ROOT / "scripts" / "steps.sh"), "make", "t", *specs], check=False, env=env,
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+
+
+def test_lanes_run_side_by_side_and_each_step_says_its_time(tmp_path):
+    result = _make(tmp_path, "first=one", ";", "slow=two", "after=three", "&", "fast=four")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("t: 4 steps; logs in")
+    assert "      side by side: slow,after | fast" in lines
+    # The fast lane's step ends while the slow one still runs; each lane names its own next step.
+    started_slow = lines.index("[2/4] slow — two (log: slow.log)")
+    fast_done = next(i for i, line in enumerate(lines) if line.startswith("[4/4] fast"))
+    assert fast_done > started_slow
+    assert lines[fast_done + 1].strip() == "done in 0 s"
+    assert "      done in 2 s; next: after" in lines
+    assert "      3 passed in 0.01s" in lines
+    assert lines[-1].startswith("t: 4 steps done in")
+
+
+def test_a_failed_lane_fails_the_run_once_the_others_are_done(tmp_path):
+    result = _make(tmp_path, "broken=one", "&", "slow=two", ";", "fast=three")
+    assert result.returncode == 2  # make's status for a failed recipe
+    assert "slow — two" in result.stdout
+    assert "      done in 2 s" in result.stdout  # the other lane finished
+    assert "fast — three" not in result.stdout  # nothing after the group
+    assert "FAILED: broken" in result.stderr

@@ -4,15 +4,14 @@
 
 Pure, and written on the target (the instance step and the host judge render the file where they judge it), where
 no YAML library can be counted on. So the YAML is written here, in one deliberately plain form that needs no
-library to be right: block mappings and sequences, every string double-quoted with JSON's escapes (all of them
-valid in a YAML double-quoted scalar), keys bare only when they read as plain strings in YAML 1.1 and 1.2 alike.
-A unit test reads the text back with PyYAML and with the compose parser's own rules in mind (no key that turns
-into a boolean or a number).
+library to be right: block mappings and sequences, every string double-quoted and escaped to ASCII, keys bare
+only when they read as plain strings in YAML 1.1 and 1.2 alike (no key turns into a boolean or a number). A
+property test reads any such document back with PyYAML; compose's own parser checks every file before it is
+written (``docker compose config``).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 
@@ -31,7 +30,27 @@ def _key(key) -> str:
     text = str(key)
     if _BARE_KEY.fullmatch(text) and text.lower() not in _NOT_BARE:
         return text
-    return json.dumps(text)
+    return _quoted(text)
+
+
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _quoted(text: str) -> str:
+    """A YAML double-quoted scalar in ASCII: printable ASCII as it is, everything else escaped (a character beyond
+    the BMP as one \\U escape, which YAML reads whole, where JSON would write a surrogate pair)."""
+    out = []
+    for char in text:
+        code = ord(char)
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif 0x20 <= code < 0x7F:
+            out.append(char)
+        elif code <= 0xFFFF:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    return '"' + "".join(out) + '"'
 
 
 def _scalar(value) -> str:
@@ -41,10 +60,10 @@ def _scalar(value) -> str:
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
-    if isinstance(value, float):
-        return repr(value)
-    # ensure_ascii: a lone surrogate or any control character becomes an escape, never a raw byte.
-    return json.dumps(str(value), ensure_ascii=True)
+    if isinstance(value, str):
+        return _quoted(value)
+    # A compose service holds strings, integers and booleans only; anything else would need a rule of its own.
+    raise ValueError(f"a compose file holds no {type(value).__name__} value ({value!r})")
 
 
 def _is_scalar(value) -> bool:
