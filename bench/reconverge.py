@@ -1,6 +1,6 @@
 """Time a no-op re-converge of the local fleet against a floor playbook on the same hosts, and a preset change.
 
-Usage: .venv/bin/python bench/reconverge.py [--runs N] [--sizes 2,8] [--model tiny|gemma]
+Usage: .venv/bin/python bench/reconverge.py [--runs N] [--sizes 2,8] [--model tiny|gemma] [--runtime systemd|compose]
 
 For each fleet size (scripts/fleet.sh up N; FLEET_SIZE sets the default size) it deploys once, then runs,
 alternately, the real rollout (playbooks/deploy-llm.yml with the local fleet's variables: it must report
@@ -8,6 +8,11 @@ changed=0 and 0 restarts on every host) and a floor playbook that only connects 
 file (ping + stat: the cost any playbook pays), and prints the median of each, their ratio, the tasks a no-op
 runs per host and the lines it prints per host. Then it times a one-preset change (CTX 4096 -> 2048 on every
 host, canary first, then the rest) and changes it back. With several sizes it prints how the no-op grows.
+
+With ``--runtime compose`` the hosts are this machine, N times over (local connection): each inventory host has
+its own compose project, directories, port and instance name on the private Docker engine of
+scripts/compose_artifacts.sh, as the compose molecule scenario's one host has. The floor is then measured on those
+same local hosts.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import argparse
 import json
 import os
 import re
+import secrets
+import shutil
 import statistics
 import subprocess
 import sys
@@ -74,20 +81,87 @@ def presets(ctx: int) -> str:
                                                           "ctx": ctx, "threads": 1}}})
 
 
-def measure(size: int, runs: int, env: dict[str, str], tmp: str) -> dict:
+COMPOSE_ROOT = "/var/tmp/llamafleet-bench-compose"
+
+
+def compose_hosts(size: int, env: dict[str, str], tmp: str) -> tuple[str, str]:
+    """An inventory of ``size`` local hosts, each with its own compose project, and the role's variables."""
+    share = env["LLAMAFLEET_FLEET_SHARE"]
+    # The Docker engine running, the engine's image imported, docker.json written.
+    described = subprocess.run([os.path.join(ROOT, "scripts", "compose_artifacts.sh"), share], check=True,
+                               capture_output=True, text=True, env=env).stdout.strip()
+    with open(described, encoding="utf-8") as handle:
+        docker = json.load(handle)
+    lines = ["[llama_fleet]"]
+    for index in range(1, size + 1):
+        root = f"{COMPOSE_ROOT}/h{index}"
+        lines.append(f"bench-compose-{index} ansible_connection=local ansible_python_interpreter=/usr/bin/python3 "
+                     f"ansible_become=false bench_index={index} llama_server_home={root}/home "
+                     f"llama_server_config_dir={root}/etc llama_server_plan_cache_dir={root}/cache "
+                     f"llama_server_compose_project=llamafleet-bench-{index}")
+    inventory = os.path.join(tmp, f"compose-{size}.ini")
+    with open(inventory, "w", encoding="utf-8") as handle:
+        handle.write("\n".join(lines) + "\n")
+    role_vars = {
+        "llama_fleet_share": share,
+        "llama_fleet_artifacts": "{{ lookup('ansible.builtin.file', llama_fleet_share ~ '/artifacts.json') "
+                                 "| from_json }}",
+        "llama_server_runtime": "compose",
+        "llama_server_image": docker["image"],
+        "llama_server_image_pull": "never",
+        "llama_server_docker_host": docker["docker_host"],
+        "llama_server_docker_config": docker["docker_config"],
+        "llama_server_user": "llamafleet-bench",
+        "llama_server_group": "llamafleet-bench",
+        "llama_server_venv": f"{COMPOSE_ROOT}/venv",
+        "llama_server_models_dir": f"{COMPOSE_ROOT}/models",
+        "llama_server_module_wheels_dir": "{{ llama_fleet_artifacts.wheels_dir }}",
+        "llama_server_models": [{"url": "file://{{ llama_fleet_share }}/{{ llama_fleet_artifacts.model }}",
+                                 "checksum": "{{ llama_fleet_artifacts.model_checksum }}"}],
+        "llama_server_presets": {"gemma": {"model": "{{ llama_fleet_artifacts.model }}", "ctx": 4096,
+                                           "threads": 1}},
+        # One container name per host: the hosts share one Docker engine.
+        "llama_server_instances": [{"name": "bench{{ bench_index }}", "preset": "gemma", "host": "127.0.0.1",
+                                    "port": "{{ 18400 + bench_index | int }}",
+                                    "api_key": "llf-bench-{{ bench_index }}-compose-key"}],
+    }
+    role_vars_file = os.path.join(tmp, "compose-vars.json")
+    with open(role_vars_file, "w", encoding="utf-8") as handle:
+        json.dump(role_vars, handle)
+    return inventory, role_vars_file
+
+
+def compose_cleanup(size: int, env: dict[str, str]) -> None:
+    share = env["LLAMAFLEET_FLEET_SHARE"]
+    with open(os.path.join(share, "docker.json"), encoding="utf-8") as handle:
+        docker = json.load(handle)
+    names = [f"llama-server-bench{index}" for index in range(1, size + 1)]
+    subprocess.run(["docker", "rm", "--force", *names], env={**env, "DOCKER_HOST": docker["docker_host"]},
+                   capture_output=True, check=False)
+    shutil.rmtree(COMPOSE_ROOT, ignore_errors=True)
+
+
+def hosts_for(runtime: str, size: int, env: dict[str, str], tmp: str) -> tuple[str, str]:
+    """The inventory and the role's variables file of a fleet of ``size`` hosts."""
+    if runtime == "compose":
+        return compose_hosts(size, env, tmp)
     fleet = os.path.join(ROOT, "scripts", "fleet.sh")
     # The fleet's hosts bind the share (engine archive, model, wheels) read-only: fleet.sh needs it named.
     subprocess.run([fleet, "up", str(size)], check=True, capture_output=True, text=True, env=env)
     inventory = subprocess.run([fleet, "inventory"], capture_output=True, text=True, check=True,
                                env=env).stdout.strip()
+    return inventory, os.path.join(ROOT, "playbooks", "vars", "local-fleet.yml")
+
+
+def measure(size: int, runs: int, env: dict[str, str], tmp: str, runtime: str = "systemd") -> dict:
+    inventory, role_vars = hosts_for(runtime, size, env, tmp)
     playbook_bin = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
     floor = os.path.join(tmp, "floor.yml")
     with open(floor, "w", encoding="utf-8") as handle:
         json.dump(FLOOR, handle)
     summary = os.path.join(tmp, "summary.md")
     rollout = [playbook_bin, "-i", inventory, os.path.join(ROOT, "playbooks", "deploy-llm.yml"),
-               "-e", "@" + os.path.join(ROOT, "playbooks", "vars", "local-fleet.yml"),
-               "-e", "llama_fleet_summary_path=" + summary]
+               "-e", "@" + role_vars, "-e", "llama_fleet_summary_path=" + summary]
     first, _output = run(rollout, env)  # the deployment itself (or a no-op when it is there already)
     commands = {"floor (ping + stat)": [playbook_bin, "-i", inventory, floor], "no-op re-converge": rollout}
     times: dict[str, list[float]] = {label: [] for label in commands}
@@ -119,6 +193,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--sizes", default=os.environ.get("FLEET_SIZE", "2"),
                         help="comma-separated fleet sizes, e.g. 2,8")
+    parser.add_argument("--runtime", choices=("systemd", "compose"), default="systemd",
+                        help="systemd: nspawn hosts (scripts/fleet.sh); compose: this machine as N local hosts, each "
+                             "with its own compose project on the private Docker engine")
     parser.add_argument("--model", choices=("tiny", "gemma"), default="tiny",
                         help="what the hosts serve: the tiny random model (default; the bench measures the "
                              "deployment, not the answers) or Gemma-3-270M")
@@ -135,14 +212,25 @@ def main() -> int:
             "LLAMAFLEET_DEMO_KEY_FILE", os.path.join(CACHE, "fleet", "demo-api-key")
         ),
     )
+    # The local fleet's key, as make deploy-local makes it (random, root only), when no run made it yet.
+    key_file = env["LLAMAFLEET_DEMO_KEY_FILE"]
+    if not os.path.exists(key_file):
+        os.makedirs(os.path.dirname(key_file), exist_ok=True)
+        descriptor = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write("llf-" + secrets.token_urlsafe(24))
     # The share's artifacts.json names the model the hosts fetch; write it for this run's choice.
     subprocess.run([os.path.join(ROOT, "scripts", "fleet_artifacts.sh"), env["LLAMAFLEET_FLEET_SHARE"]],
                    check=True, capture_output=True, text=True, env=env)
-    print(f"model: {args.model}")
+    print(f"model: {args.model}; runtime: {args.runtime}")
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for size in (int(s) for s in args.sizes.split(",")):
-            found = measure(size, args.runs, env, tmp)
+            try:
+                found = measure(size, args.runs, env, tmp, args.runtime)
+            finally:
+                if args.runtime == "compose":
+                    compose_cleanup(size, env)
             results.append(found)
             floor, noop = found["medians"]["floor (ping + stat)"], found["medians"]["no-op re-converge"]
             print(f"{size} hosts: floor (ping + stat) median {floor:.2f} s, no-op re-converge median {noop:.2f} s "

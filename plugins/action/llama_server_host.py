@@ -1,15 +1,21 @@
 # Copyright: (c) 2026, llamafleet maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Controller side of the host judge: check the role's inputs, then judge the host in one module run.
+"""Controller side of the host judge: check the role's inputs, then judge the host in one run on it.
 
-The inputs are checked here, before any host is read. The target runs ``llama_server_judge`` once, under the
-planning venv's interpreter; a host without that venv is simply not current. The lock's holder is judged here,
-as only the controller can tell whether a holder of its own is still running.
+The inputs are checked here, before any host is read. The target runs the judge once, under the planning venv's
+interpreter; a host without that venv is simply not current. The judge runs straight from the venv, from a copy of
+this collection's module_utils kept there under a digest of its sources (``plugin_utils/target_code.py``,
+``_converge/judge_entry.py``): a host with nothing to do then costs neither a module payload to build, send and
+compile, nor Ansible's module runtime. Where that copy cannot be used (check mode before it is installed, an
+answer it cannot give), the judge runs as the module ``llama_server_judge``, with the same code. The lock's holder
+is judged here, as only the controller can tell whether a holder of its own is still running.
 """
 
 from __future__ import annotations
 
 import copy
+import json
+import shlex
 import time
 
 from ansible.plugins.action import ActionBase
@@ -28,6 +34,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths 
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import settings_spec
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_layers import preset_and_key
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import target_code
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.role_inputs import (
     input_errors,
     instances_in_state,
@@ -117,7 +124,9 @@ class ActionModule(ActionBase):
             "unit_dir": args["unit_dir"],
             "lock_path": args["lock_path"],
         }
-        found = module_result(self, JUDGE_MODULE, module_args, task_vars, venv_python(args["venv"]))
+        found = self._judge_in_venv(args["venv"], module_args) if args["venv"] else None
+        if found is None:
+            found = module_result(self, JUDGE_MODULE, module_args, task_vars, venv_python(args["venv"]))
         if found.get("failed"):
             if interpreter_missing(found):
                 return not_current(NO_RUNTIME)
@@ -131,3 +140,46 @@ class ActionModule(ActionBase):
                     "engine": ""}
         return {"changed": False, "current": bool(found.get("current")), "why": list(found.get("why") or []),
                 "report": list(found.get("report") or []), "engine": str(found.get("engine") or "")}
+
+    # ---------------------------------------------------------------- the fast path
+    def _judge_in_venv(self, venv: str, module_args: dict) -> dict | None:
+        """The judge's result from the venv's copy of the collection's code; None: use the module instead."""
+        code = target_code.code_dir(venv)
+        python = shlex.quote(venv_python(venv))
+        command = f"{python} -I -c {shlex.quote(target_code.RUN)} {shlex.quote(code)}"
+        found = self._run_with_options(command, module_args)
+        if found.get("rc") == target_code.MISSING and not self._task.check_mode:
+            # This version's code is not there yet: install it (once per version and host), then judge.
+            self._install_code(python, code)
+            found = self._run_with_options(command, module_args)
+        if found.get("rc") == 127:  # no venv: no planning runtime yet
+            return not_current(NO_RUNTIME) | {"lock_holder": {}}
+        if found.get("rc") != 0:
+            return None
+        try:
+            answer = json.loads(found.get("stdout") or "")
+        except ValueError:
+            return None
+        return answer if isinstance(answer, dict) and "current" in answer else None
+
+    def _run_with_options(self, command: str, options: dict) -> dict:
+        """The command with the options as JSON on its stdin (pipelining) or in a private temporary file; the
+        options hold the keys, which must never be on a command line."""
+        data = json.dumps(options)
+        if self._is_pipelining_enabled("new"):
+            return self._low_level_execute_command(command, in_data=data)
+        tmp = self._make_tmp_path()
+        try:
+            path = self._transfer_data(f"{tmp}/options.json", data)
+            return self._low_level_execute_command(f"{command} {shlex.quote(path)}")
+        finally:
+            self._remove_tmp_path(tmp)
+
+    def _install_code(self, python: str, code: str) -> None:
+        tmp = self._make_tmp_path()
+        try:
+            bundle = self._transfer_data(f"{tmp}/llamafleet-code.zip", target_code.archive())
+            self._low_level_execute_command(
+                f"{python} -I -c {shlex.quote(target_code.INSTALL)} {shlex.quote(code)} {shlex.quote(bundle)}")
+        finally:
+            self._remove_tmp_path(tmp)

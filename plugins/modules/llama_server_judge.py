@@ -120,77 +120,12 @@ lock_holder:
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import host, instance  # noqa: E402
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import host_judge  # noqa: E402
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.compose import (  # noqa: E402
     docker_environment,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import (  # noqa: E402
-    LOCK_PATH,
-    UNIT_DIR,
-    model_marker_dir,
-    paths_of,
-    unit_path,
-)
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import (  # noqa: E402
-    settings_spec,
-)
 
-ARGUMENT_SPEC = {
-    "instances": {"type": "list", "elements": "dict", "default": []},
-    "keys": {"type": "dict", "default": {}, "no_log": True},
-    "absent": {"type": "list", "elements": "str", "default": []},
-    "settings": settings_spec(),
-    "account": {"type": "dict", "required": True},
-    "directories": {"type": "list", "elements": "dict", "default": []},
-    "planning_venv": {"type": "dict", "required": True},
-    "engine": {"type": "dict", "default": {}},
-    "models": {"type": "list", "elements": "dict", "default": []},
-    "unit_dir": {"type": "str", "default": UNIT_DIR},
-    "lock_path": {"type": "str", "default": LOCK_PATH},
-}
-
-
-def shared_problems(params: dict, run, docker_run) -> tuple[str, list[str]]:
-    """(the engine, what the role would change in the parts every instance shares)."""
-    settings = params["settings"]
-    compose = settings["runtime"] == "compose"
-    why = host.account_problems(params["account"]) + host.directory_problems(params["directories"])
-    venv = params["planning_venv"]
-    why += [problem for problem in [host.runtime_problem(venv["marker"], venv["manifest"])] if problem]
-    engine, problem = "", ""
-    if compose:
-        engine = settings["image_binary"]
-        problem = host.image_problem(docker_run, settings) if params["instances"] else ""
-    elif params["instances"]:
-        engine, problem = host.engine_binary(params["engine"])
-    why += [problem] if problem else []
-    why += host.model_problems(params["models"], model_marker_dir(settings["models_dir"]))
-    for name in params["absent"]:
-        paths = paths_of(name, settings, settings["compose_dir"] if compose else "")
-        left = host.absent_problem(name, paths, "" if compose else unit_path(name, params["unit_dir"]),
-                                   (lambda n: host.container_known(docker_run, settings, n)) if compose
-                                   else (lambda n: host.unit_known(run, n)))
-        why += [left] if left else []
-    return engine, why
-
-
-def judge(params: dict, run, docker_run) -> dict:
-    engine, why = shared_problems(params, run, docker_run)
-    report = []
-    image_ids: dict = {}
-    if not why:
-        # The instances are judged only on a host whose shared parts are in place: their plans need them.
-        for item in params["instances"]:
-            entry, problem = instance.judge(
-                {**item, "settings": params["settings"], "engine": engine,
-                 "api_key": str(params["keys"].get(item["name"]) or "")},
-                run, docker_run, unit_dir=params["unit_dir"], image_ids=image_ids)
-            if problem:
-                why.append(problem)
-                break
-            report.append(entry)
-    return {"current": not why, "why": why, "report": report if not why else [], "engine": engine,
-            "lock_holder": host.read_lock(params["lock_path"])}
+ARGUMENT_SPEC = host_judge.argument_spec()
 
 
 def main() -> None:
@@ -199,13 +134,8 @@ def main() -> None:
         if key:
             module.no_log_values.add(str(key))
     docker_env = docker_environment(module.params["settings"])
-    try:
-        result = judge(module.params, lambda argv: module.run_command(list(argv)),
-                       lambda argv: module.run_command(list(argv), environ_update=docker_env))
-    except (OSError, KeyError, ValueError, TypeError) as err:
-        # A judge that cannot read the host leaves it to the role's steps, which say what is wrong.
-        result = {"current": False, "why": [f"the host could not be judged: {err}"], "report": [], "engine": "",
-                  "lock_holder": {}}
+    result = host_judge.judge_or_why(module.params, lambda argv: module.run_command(list(argv)),
+                                     lambda argv: module.run_command(list(argv), environ_update=docker_env))
     module.exit_json(changed=False, **result)
 
 

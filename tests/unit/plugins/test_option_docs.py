@@ -21,7 +21,7 @@ def _spec(path: str) -> dict:
 
 SPECS = {
     "llama_server_apply": _spec("modules.llama_server_apply.ARGUMENT_SPEC"),
-    "llama_server_judge": _spec("modules.llama_server_judge.ARGUMENT_SPEC"),
+    "llama_server_judge": _spec("modules.llama_server_judge.ARGUMENT_SPEC"),  # host_judge.argument_spec()
     "llama_server_plan": plan_options.argument_spec(),
     "llama_server_instance": _spec("action.llama_server_instance.ARGUMENT_SPEC"),
     "llama_server_host": _spec("action.llama_server_host.ARGUMENT_SPEC"),

@@ -6,14 +6,17 @@ import json
 import os
 import socket
 
+import pytest
+
 from ansible_collections.llamafleet.llamacpp.plugins.action import llama_server_host as action_module
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import target_code
 from tests.unit.support import actions
 
 KEY = "k-very-secret-2"
 ROW = {"instance": "main", "state": "deployed", "ctx": "4096", "error": f"nothing {KEY}"}
 
 
-def run_action(answer, **more):
+def run_action(answer, commands=None, check_mode=False, **more):
     args = {
         "instances": [{"name": "main", "preset": "small", "api_key": KEY}, {"name": "old", "state": "absent"}],
         "presets": {"small": {"model": "a.gguf", "ctx": 4096}},
@@ -21,8 +24,11 @@ def run_action(answer, **more):
         "models": [{"url": "https://h/a.gguf", "checksum": "sha256:ab"}],
         **more,
     }
-    return actions.run_action(action_module, args, lambda _name, _args: answer,
-                              {"ansible_play_name": "Judge the fleet"})
+    result, calls = actions.run_action(action_module, args, lambda _name, _args: answer,
+                                       {"ansible_play_name": "Judge the fleet"}, commands=commands,
+                                       check_mode=check_mode)
+    # The module runs (the commands the action runs itself are tested apart, below).
+    return result, [call for call in calls if call[0] not in ("command", "file")]
 
 
 def test_a_current_host_and_the_wire_options():
@@ -93,3 +99,71 @@ def test_compose_hosts_are_judged_like_systemd_hosts():
                                                settings={"runtime": "compose", "image": "ghcr.io/ggml-org/x:server"})
     assert (name, args["settings"]["runtime"], result["current"], result["engine"]) == (
         "llamafleet.llamacpp.llama_server_judge", "compose", True, "/app/x")
+
+
+KEYED = {"instances": [{"name": "main", "preset": "small", "api_key": KEY}], "presets": {"small": {"model": "a.gguf"}},
+         "engine_bin": "/e/llama-server", "venv": "/opt/venv"}
+CURRENT = {"changed": False, "current": True, "why": [], "report": [ROW], "engine": "/e", "lock_holder": {}}
+
+
+def test_the_judge_runs_from_the_venvs_copy_of_the_code_with_the_options_on_stdin():
+    result, calls = actions.run_action(
+        action_module, KEYED,
+        lambda _name, _args: pytest.fail("the module ran"), {},
+        commands=lambda command, stdin: {"rc": 0, "stdout": json.dumps(CURRENT), "stderr": ""})
+    [(kind, command, stdin)] = calls
+    assert kind == "command"
+    assert command.startswith("/opt/venv/bin/python -I -c ")
+    assert command.endswith(f" /opt/venv/llamafleet-code/{target_code.digest()}")
+    assert KEY not in command
+    assert json.loads(stdin)["keys"] == {"main": KEY}
+    assert (result["current"], result["report"][0]["error"]) == (True, "nothing ********")
+
+
+def test_a_missing_version_of_the_code_is_installed_then_used():
+    answers = iter([{"rc": target_code.MISSING, "stdout": "", "stderr": ""}, {"rc": 0, "stdout": "", "stderr": ""},
+                    {"rc": 0, "stdout": json.dumps(CURRENT), "stderr": ""}])
+    result, calls = actions.run_action(
+        action_module, {"instances": [], "venv": "/opt/venv", "engine_bin": "/e/llama-server"},
+        lambda _name, _args: pytest.fail("the module ran"), {}, commands=lambda command, stdin: next(answers))
+    kinds = [call[0] for call in calls]
+    assert kinds == ["command", "file", "command", "command"]
+    assert calls[1][2] == target_code.archive()
+    assert "compileall" in calls[2][1]
+    assert result["current"] is True
+
+
+@pytest.mark.parametrize(
+    ("answer", "check_mode", "module_runs"),
+    [
+        ({"rc": target_code.MISSING, "stdout": "", "stderr": ""}, True, True),  # check mode installs nothing
+        ({"rc": 0, "stdout": "not JSON", "stderr": ""}, False, True),
+        ({"rc": 1, "stdout": "", "stderr": "Traceback"}, False, True),
+        ({"rc": 127, "stdout": "", "stderr": "python: not found"}, False, False),  # no venv: not current
+    ],
+    ids=["check mode", "no JSON", "failed", "no venv"],
+)
+def test_the_module_answers_when_the_venvs_copy_cannot(answer, check_mode, module_runs):
+    ran = []
+
+    def module(_name, _args):
+        ran.append(True)
+        return CURRENT
+
+    result, _calls = actions.run_action(
+        action_module, {"instances": [], "venv": "/opt/venv", "engine_bin": "/e/llama-server"}, module, {},
+        check_mode=check_mode, commands=lambda command, stdin: answer)
+    assert bool(ran) is module_runs
+    assert result["current"] is module_runs  # the stand-in module says current; no venv is not current
+
+
+def test_without_pipelining_the_options_go_in_a_private_file():
+    _result, calls = actions.run_action(
+        action_module, KEYED,
+        lambda _name, _args: CURRENT, {}, pipelining=False,
+        commands=lambda command, stdin: {"rc": 0, "stdout": json.dumps(CURRENT), "stderr": ""})
+    (file_kind, path, data), (command_kind, command, stdin) = calls
+    assert (file_kind, command_kind, stdin) == ("file", "command", None)
+    assert command.endswith(" " + path)
+    assert json.loads(data)["keys"] == {"main": KEY}
+    assert KEY not in command

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import instance
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import host_judge, instance
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.models import write_marker
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.running_state import UnitState
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.model_markers import identity, marker_path
@@ -37,7 +37,7 @@ def host(tmp_path, monkeypatch):
                  identity(os.stat(model)))
     systemd = Systemd(tmp_path, monkeypatch)
     monkeypatch.setattr(judge_module.AnsibleModule, "run_command", systemd.run)
-    monkeypatch.setattr(judge_module.host, "read_unit_state",
+    monkeypatch.setattr(host_judge.host, "read_unit_state",
                         lambda run, unit: systemd.state if unit == "llama-server-main.service"
                         else UnitState(load_state="not-found"))
     return {"tmp": tmp_path, "systemd": systemd, "engine": str(engine), "model": str(model)}
@@ -131,7 +131,7 @@ def test_an_engine_running_another_command_line_is_work(host, capsys):
 )
 def test_each_shared_part_the_role_would_change_is_named(host, capsys, change, expected, monkeypatch):
     apply_the_plan(host)
-    monkeypatch.setattr(judge_module, "unit_path", lambda name, unit_dir: str(host["tmp"] / f"{name}.service"))
+    monkeypatch.setattr(host_judge, "unit_path", lambda name, unit_dir: str(host["tmp"] / f"{name}.service"))
     given = args(host)
     change(host, given)
     result = run_module(judge_module.main, given, capsys)
