@@ -50,6 +50,8 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.flag_
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.host_view import gpu_selection_env
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.listen import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
     health_target,
     listen_addresses,
     loopback_only,
@@ -99,8 +101,8 @@ DEFAULTS = {
     "CTX": "32768",
     "BATCH": "2048",
     "UBATCH": "512",
-    "HOST": "0.0.0.0",
-    "PORT": "8080",
+    "HOST": DEFAULT_HOST,
+    "PORT": DEFAULT_PORT,
     "PARALLEL": "1",
 }
 

@@ -13,6 +13,7 @@ import posixpath
 import re
 from collections.abc import Mapping, Sequence
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.access import effective_port
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_layers import (
     PresetLayerError,
     instance_preset,
@@ -25,7 +26,6 @@ ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 COMPOSE_PROJECT = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 STATES = ("present", "absent")
 IMAGE_PULL = ("missing", "always", "never")
-DEFAULT_PORT = "8080"  # PORT's default in Loki presets
 
 
 class RoleInputError(ValueError):
@@ -101,7 +101,7 @@ def _instance_errors(instances: list, presets: Mapping) -> list[str]:
               if (instance.get("state") or "present") not in STATES]
     if states:
         errors.append(f"an instance's state is present or absent; not {', '.join(states)}")
-    ports: dict[str, str] = {}
+    ports: dict[int, str] = {}
     keys = []
     for name, instance in zip(names, instances, strict=True):
         if (instance.get("state") or "present") != "present":
@@ -111,10 +111,12 @@ def _instance_errors(instances: list, presets: Mapping) -> list[str]:
         except PresetLayerError as err:
             errors.append(str(err))
             continue
-        port = str(preset.get("PORT", DEFAULT_PORT))
-        if port in ports:
+        # As the engine will read it (EXTRA_ARGS' --port wins over PORT): "08080" and "8080" are one port.
+        port = effective_port(preset)
+        if port is not None and port in ports:
             errors.append(f"instances of one host need distinct ports: {ports[port]} and {name} both plan port {port}")
-        ports.setdefault(port, name)
+        if port is not None:
+            ports.setdefault(port, name)
         keys += [(name, str(value)) for value in (instance.get("api_key"), preset.get("API_KEY")) if value]
     # The key itself is never part of a message.
     for name, key in keys:

@@ -9,7 +9,12 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.argv_
     flag_value,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import HostFacts
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.listen import DEFAULT_HOST, loopback_only
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.listen import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    loopback_only,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_text import split_args
 
 
 def is_external(preset: Mapping[str, str]) -> bool:
@@ -25,6 +30,14 @@ def api_key_in_effect(preset: Mapping[str, str], facts: HostFacts) -> bool:
 def effective_host(preset: Mapping[str, str], extra: Sequence[str]) -> str:
     """The --host value the engine gets: EXTRA_ARGS' last, else HOST, else Loki's default."""
     return flag_value(extra, "--host") or preset.get("HOST", "") or DEFAULT_HOST
+
+
+def effective_port(preset: Mapping) -> int | None:
+    """The port the engine will listen on, as a number: EXTRA_ARGS' last --port, else PORT, else Loki's default;
+    None when that is not a number (the planner refuses it then, naming it)."""
+    text = flag_value(split_args(str(preset.get("EXTRA_ARGS") or "")), "--port") or str(preset.get("PORT") or "")
+    text = text.strip() or DEFAULT_PORT
+    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def slot_save_safe(preset: Mapping[str, str], extra: Sequence[str], facts: HostFacts) -> bool:

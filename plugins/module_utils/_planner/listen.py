@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import ipaddress
 
-# Loki's default (planner.DEFAULTS) when the argv has no --host.
+# Loki's defaults (planner.DEFAULTS takes them from here) when neither the preset nor EXTRA_ARGS set them.
 DEFAULT_HOST = "0.0.0.0"
+DEFAULT_PORT = "8080"
 
 
 def _is_loopback(address: str) -> bool:

@@ -31,6 +31,12 @@ CASES = [
     ("state", {"instances": [{"name": "a", "state": "presnt"}]},
      "an instance's state is present or absent; not a: 'presnt'"),
     ("ports", {"instances": [{"name": "a"}, {"name": "b"}]}, "a and b both plan port 8080"),
+    ("ports as numbers", {"instances": [{"name": "a", "port": "08080"}, {"name": "b", "port": 8080}]},
+     "a and b both plan port 8080"),
+    ("port in EXTRA_ARGS", {"instances": [{"name": "a", "port": 9090, "settings": {"extra_args": "--port 8080"}},
+                                          {"name": "b"}]}, "a and b both plan port 8080"),
+    ("port= in EXTRA_ARGS", {"instances": [{"name": "a", "settings": {"extra_args": "--port=9000"}},
+                                           {"name": "b", "port": 9000}]}, "a and b both plan port 9000"),
     ("unknown preset", {"instances": [{"name": "a", "preset": "nope"}]}, "nope"),
     ("key with a comma", {"instances": [{"name": "a", "api_key": "x,y"}]}, "instance a: an API key may only hold"),
     ("env name", {"environment": {"1X": "v"}}, "llama_server_environment takes variable names"),
@@ -51,6 +57,9 @@ CASES = [
 
 def test_good_inputs_give_no_error():
     assert input_errors(GOOD) == []
+    # EXTRA_ARGS' --port wins over PORT: these two do not clash.
+    moved = [{"name": "a", "settings": {"extra_args": "--port 9000"}}, {"name": "b"}]
+    assert input_errors({**GOOD, "instances": moved}) == []
 
 
 @pytest.mark.parametrize(("change", "expected"), [(c[1], c[2]) for c in CASES], ids=[c[0] for c in CASES])
