@@ -85,7 +85,8 @@ COMPOSE_ROOT = "/var/tmp/llamafleet-bench-compose"
 
 
 def compose_hosts(size: int, env: dict[str, str], tmp: str) -> tuple[str, str]:
-    """An inventory of ``size`` local hosts, each with its own compose project, and the role's variables."""
+    """An inventory of ``size`` local hosts, each with its own compose project, configuration directory, port and
+    instance name, and the role's variables (one service account, home, venv and models directory for all)."""
     share = env["LLAMAFLEET_FLEET_SHARE"]
     # The Docker engine running, the engine's image imported, docker.json written.
     described = subprocess.run([os.path.join(ROOT, "scripts", "compose_artifacts.sh"), share], check=True,
@@ -96,7 +97,7 @@ def compose_hosts(size: int, env: dict[str, str], tmp: str) -> tuple[str, str]:
     for index in range(1, size + 1):
         root = f"{COMPOSE_ROOT}/h{index}"
         lines.append(f"bench-compose-{index} ansible_connection=local ansible_python_interpreter=/usr/bin/python3 "
-                     f"ansible_become=false bench_index={index} llama_server_home={root}/home "
+                     f"ansible_become=false bench_index={index} "
                      f"llama_server_config_dir={root}/etc llama_server_plan_cache_dir={root}/cache "
                      f"llama_server_compose_project=llamafleet-bench-{index}")
     inventory = os.path.join(tmp, f"compose-{size}.ini")
@@ -111,8 +112,10 @@ def compose_hosts(size: int, env: dict[str, str], tmp: str) -> tuple[str, str]:
         "llama_server_image_pull": "never",
         "llama_server_docker_host": docker["docker_host"],
         "llama_server_docker_config": docker["docker_config"],
+        # One service account, and so one home, for all of this machine's "hosts" (instances differ by name).
         "llama_server_user": "llamafleet-bench",
         "llama_server_group": "llamafleet-bench",
+        "llama_server_home": f"{COMPOSE_ROOT}/home",
         "llama_server_venv": f"{COMPOSE_ROOT}/venv",
         "llama_server_models_dir": f"{COMPOSE_ROOT}/models",
         "llama_server_module_wheels_dir": "{{ llama_fleet_artifacts.wheels_dir }}",

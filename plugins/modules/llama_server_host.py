@@ -16,10 +16,15 @@ description:
   - The first step of the C(llamafleet.llamacpp.llama_server) role, and the first play of the deploy playbook.
     On the controller it checks the role's inputs (instance names, states, ports, keys, environments, engine and
     model sources, the runtime's settings) and fails naming each problem, before any host is read or changed.
-  - It then runs C(llamafleet.llamacpp.llama_server_judge) once on the target, which reads what the role would
-    change (account, directories, planning runtime, engine or image, models, removed instances) and, when those
-    are in place, plans and judges each instance against what runs with the very code of
-    C(llamafleet.llamacpp.llama_server_apply), for either runtime.
+  - It then runs the judge once on the target, which reads what the role would change (account, directories,
+    planning runtime, engine or image, models, removed instances) and, when those are in place, plans and judges
+    each instance against what runs with the very code of C(llamafleet.llamacpp.llama_server_apply), for either
+    runtime.
+  - The judge runs from a copy of the collection's module_utils that this action keeps in the planning venv
+    (O(venv)), once per version of the collection, under a digest of its sources, compiled there; a version
+    it finds missing is installed (outside check mode) and the others removed. A host with nothing to do then
+    costs no module payload to build, send and compile. Where the copy cannot answer, the module
+    C(llamafleet.llamacpp.llama_server_judge) does, with the same code.
   - A host that is RV(current) needs nothing. The role skips its steps and reports RV(report), read from the
     running engines. Any other host goes through the role's steps, which change what RV(why) names.
   - A host that another rollout holds (the lock of C(llamafleet.llamacpp.llama_server_lock)) fails here, naming
