@@ -239,16 +239,22 @@ class ComposeRuntime:
         if rc != 0:
             raise StepError(f"emptying the slot directory failed: {(err or out).strip()}")
 
-    def start(self, rendered: Rendered, reset: bool) -> None:
-        self._empty_slots()
+    def start(self, rendered: Rendered, reset: bool, files_only: bool = False) -> bool:
+        """Recreate the one service. When its compose file is all that changed, compose itself decides: a file of
+        another form (an upgrade of the collection writes it anew) whose service is the same recreates nothing."""
+        before = (self.inspect() or {}).get("Id")
+        if not files_only:
+            self._empty_slots()
         directory = self.settings["compose_dir"]
         files = [arg for name in self.project_files() for arg in ("--file", os.path.join(directory, name))]
-        rc, out, err = self.compose(*files, "up", "--detach", "--no-deps", "--force-recreate", "--pull", "never",
-                                    self.name)
+        force = [] if files_only else ["--force-recreate"]
+        rc, out, err = self.compose(*files, "up", "--detach", "--no-deps", *force, "--pull", "never", self.name)
         if rc != 0:
             said = [line.strip() for line in (err or out).splitlines() if line.strip()]
             raise StepError(f"docker compose up: {said[-1] if said else f'exit code {rc}'}")
-        self._restarts_at_start = self.read().n_restarts
+        after = self.inspect() or {}
+        self._restarts_at_start = int(after.get("RestartCount") or 0)
+        return after.get("Id") != before
 
     def remove(self) -> bool:
         """Stop the container (its stop signal and grace period) and remove it."""

@@ -113,31 +113,47 @@ class Runtime(Protocol):
     interpreter_words: int  # words that may stand before the planned command in what runs
     restored_words: str  # what a rollback restored, for its message
 
-    def log_title(self, lines: int) -> str: ...  # the heading of engine_says in a failure message
+    def log_title(self, lines: int) -> str:
+        """The heading of ``engine_says`` in a failure message."""
 
-    def render(self, plan: Mapping, key: str) -> Rendered: ...  # RenderError when it cannot
+    def render(self, plan: Mapping, key: str) -> Rendered:
+        """The files and the command of one instance; RenderError when a value cannot be written."""
 
-    def read(self) -> UnitState: ...  # what runs
+    def read(self) -> UnitState:
+        """What runs now."""
 
-    def reasons(self, state: UnitState, rendered: Rendered, changed: Sequence[str]) -> list[str]: ...
+    def reasons(self, state: UnitState, rendered: Rendered, changed: Sequence[str]) -> list[str]:
+        """Why what runs is not what was rendered (empty: it is)."""
 
-    def needs_enable(self, state: UnitState) -> bool: ...
+    def needs_enable(self, state: UnitState) -> bool:
+        """Whether the service would not come back after a reboot."""
 
-    def check(self, rendered: Rendered) -> None: ...  # the runtime's own parser on new files; StepError
+    def check(self, rendered: Rendered) -> None:
+        """The runtime's own parser on the new files; StepError."""
 
-    def written(self, rendered: Rendered) -> None: ...  # after files were written without a restart
+    def written(self, rendered: Rendered) -> None:
+        """After files were written without a restart."""
 
-    def start(self, rendered: Rendered, reset: bool) -> None: ...  # (re)start or recreate; StepError
+    def start(self, rendered: Rendered, reset: bool, files_only: bool = False) -> bool:
+        """(Re)start or recreate; StepError. Returns whether the engine was restarted.
 
-    def enable(self) -> None: ...
+        ``files_only``: the service's own file is all that changed, which a runtime that tells its meaning from its
+        text (compose) may find unchanged."""
 
-    def still_starting(self) -> bool: ...
+    def enable(self) -> None:
+        """Start the service at boot."""
 
-    def engine_says(self, since: float, lines: int) -> list[str]: ...
+    def still_starting(self) -> bool:
+        """Whether the manager still counts the service as starting."""
 
-    def remove(self) -> bool: ...  # stop the service before its files go; whether it did anything
+    def engine_says(self, since: float, lines: int) -> list[str]:
+        """The engine's last log lines since a time."""
 
-    def forget(self) -> None: ...  # after its files are gone
+    def remove(self) -> bool:
+        """Stop the service before its files go; whether it did anything."""
+
+    def forget(self) -> None:
+        """After its files are gone."""
 
 
 @dataclass(frozen=True)
@@ -395,11 +411,13 @@ class InstanceStep:
                 return self._done({**result, **observed}, "deployed")
         except (OSError, StepError) as err:
             return self._failed(result, f"instance {self.name}: {err}")
-        return self._deploy(judged.before, result)
+        return self._deploy(judged, result)
 
-    def _deploy(self, before: UnitState, result: dict) -> Outcome:
+    def _deploy(self, judged: Judgement, result: dict) -> Outcome:
         """Write, restart, wait, verify; on any failure go back to the last verified files (or remove a new one)."""
+        before = judged.before
         previous = self.last_good_files() or (self.on_disk() if before.running else {})
+        files_only = judged.reasons == (f"{self.rendered.files[0].label} changed",)
         try:
             self.runtime.check(self.rendered)
         except StepError as err:
@@ -409,9 +427,13 @@ class InstanceStep:
         observed: dict = {}
         try:
             self.write_files()
-            self.runtime.start(self.rendered, reset=before.active_state == "failed" or before.start_limited
-                               or before.n_restarts > 0)
-            result["restarted"] = True
+            restarted = self.runtime.start(self.rendered, reset=before.active_state == "failed"
+                                           or before.start_limited or before.n_restarts > 0, files_only=files_only)
+            result["restarted"] = restarted
+            if not restarted:
+                # Its runtime read the new file as the one that runs (a new form of the same service): written,
+                # and the engine kept running.
+                result.update(would_restart=False, reasons=[], rewritten=list(judged.changed_files))
             status, why = self.wait()
             result["health"] = status
             if not why:

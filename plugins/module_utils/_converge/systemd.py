@@ -100,12 +100,14 @@ class SystemdRuntime:
     def enable(self) -> None:
         self.systemctl("enable", self.service)
 
-    def start(self, rendered: Rendered, reset: bool) -> None:
+    def start(self, rendered: Rendered, reset: bool, files_only: bool = False) -> bool:
+        """systemd acts on every line of a changed unit: it is always restarted."""
         self.systemctl("daemon-reload")
         if reset:
             self.systemctl("reset-failed", self.service, check=False)
         self.systemctl("enable", self.service)
         self.systemctl("restart", self.service)
+        return True
 
     def remove(self) -> bool:
         """Stop and disable the unit; systemd forgets it once its file is gone (the step removes the files)."""

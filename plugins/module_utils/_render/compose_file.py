@@ -74,13 +74,22 @@ def _empty(value) -> str:
     return "{}" if isinstance(value, Mapping) else "[]"
 
 
+# YAML reads a key written before its colon (an implicit key) only up to 1024 characters; a longer one is written
+# as an explicit key, "? key" then ": value" on the next line.
+_LONGEST_IMPLICIT_KEY = 1000
+
+
+def _key_lead(pad: str, key: str) -> str:
+    return f"{pad}{key}:" if len(key) <= _LONGEST_IMPLICIT_KEY else f"{pad}? {key}\n{pad}:"
+
+
 def yaml_lines(value, depth: int = 0) -> list[str]:
     """A mapping or sequence as block YAML lines, ``depth`` levels in."""
     pad = INDENT * depth
     lines: list[str] = []
     items = value.items() if isinstance(value, Mapping) else ((None, item) for item in value)
     for key, item in items:
-        lead = f"{pad}{_key(key)}:" if isinstance(value, Mapping) else f"{pad}-"
+        lead = _key_lead(pad, _key(key)) if isinstance(value, Mapping) else f"{pad}-"
         if _is_scalar(item):
             text = _empty(item) if isinstance(item, (Mapping, list, tuple)) else _scalar(item)
             lines.append(f"{lead} {text}")

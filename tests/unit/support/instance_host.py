@@ -126,6 +126,7 @@ class Docker:
 
     IMAGE = "llama:cpu"
     IMAGE_ENV = ("PATH=/usr/bin", "LLAMA_ARG_HOST=0.0.0.0")
+    CONFIG_HASH = "com.docker.compose.config-hash"
 
     def __init__(self, tmp_path, monkeypatch, planned=recorded_plan):
         self.tmp = tmp_path
@@ -172,6 +173,13 @@ class Docker:
                 break
         else:
             return 1, "", f"no such service: {service_name}"
+        # Compose keeps a running container whose service reads the same (its config hash), whatever the file's
+        # form, unless told to recreate it.
+        config_hash = json.dumps(service, sort_keys=True)
+        existing = self.containers.get(service["container_name"])
+        if ("--force-recreate" not in argv and existing and existing["State"]["Running"]
+                and existing["Config"]["Labels"].get(self.CONFIG_HASH) == config_hash):
+            return 0, "", ""
         command = [word.replace("$$", "$") for word in service["command"]]
         environment = [f"{k}={str(v).replace('$$', '$')}" for k, v in (service.get("environment") or {}).items()]
         crash = self.crash_when(command)
@@ -180,7 +188,7 @@ class Docker:
             "State": {"Status": "exited" if crash else "running", "Running": not crash, "Restarting": False,
                       "Pid": 0 if crash else 4000 + self.next_id, "ExitCode": 1 if crash else 0},
             "Config": {"Cmd": command, "Env": [*self.IMAGE_ENV, *environment],
-                       "Labels": dict(service.get("labels") or {})},
+                       "Labels": {**(service.get("labels") or {}), self.CONFIG_HASH: config_hash}},
         }
         self.next_id += 1
         return 0, "", ""

@@ -45,7 +45,8 @@ def test_first_deployment_then_a_no_op(docker, tmp_path):
     assert service["command"][:4] == ["-m", "/m/a.gguf", "-c", "4096"]
     assert service["labels"]["io.llamafleet.image-id"] == "sha256:1111"
     assert (tmp_path / "etc" / "cred" / "main.key").stat().st_mode & 0o777 == 0o640
-    assert docker.verbs() == ["image", "container", "compose config", "compose up", "container", "container"]
+    assert docker.verbs() == ["image", "container", "compose config", "container", "compose up", "container",
+                              "container"]
     docker.calls.clear()
     again = apply(docker, tmp_path)
     assert (again["changed"], again["restarted"], again["reasons"]) == (False, False, [])
@@ -63,6 +64,32 @@ def test_a_change_of_comments_only_is_written_and_recreates_nothing(docker, tmp_
     assert docker.container()["Id"] == container
     assert "compose up" not in docker.verbs()
     assert "compose config" not in docker.verbs()
+
+
+def test_a_file_of_another_form_is_written_and_compose_keeps_the_container(docker, tmp_path):
+    """An upgrade of the collection may write the same service in another form: compose reads it as the one that
+    runs, so the container (and its slots) stay."""
+    apply(docker, tmp_path)
+    container = docker.container()["Id"]
+    path = compose_file(tmp_path)
+    path.write_text(yaml.safe_dump(yaml.safe_load(path.read_text()), default_flow_style=True))
+    docker.calls.clear()
+    result = apply(docker, tmp_path)
+    assert (result["changed"], result["restarted"], result["reasons"], result["rewritten"]) == (
+        True, False, [], ["the compose file"])
+    assert docker.container()["Id"] == container
+    up = next(call for call in docker.calls if "up" in call)
+    assert "--force-recreate" not in up
+    assert not any(call[0] != "docker" for call in docker.calls)  # the slots were not emptied
+
+
+def test_a_setting_only_the_compose_file_holds_recreates_the_container(docker, tmp_path):
+    apply(docker, tmp_path)
+    container = docker.container()["Id"]
+    result = apply(docker, tmp_path, stop_timeout_s=90)
+    assert (result["restarted"], result["reasons"]) == (True, ["the compose file changed"])
+    assert docker.container()["Id"] != container
+    assert yaml.safe_load(compose_file(tmp_path).read_text())["services"]["main"]["stop_grace_period"] == "90s"
 
 
 def test_what_runs_decides(docker, tmp_path):

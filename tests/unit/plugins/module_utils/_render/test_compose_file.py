@@ -42,6 +42,21 @@ def test_the_form(document, lines):
     assert yaml_lines(document) == lines
 
 
+LONG = "k" * 1100
+WIDE = "\u0301" * 200  # 200 characters, written as 1200
+
+
+@pytest.mark.parametrize(
+    "document",
+    [{LONG: 1}, {WIDE: {"x": [1]}}, {"s": [{LONG: "v", "b": 2}]}, {"s": [{WIDE: [{LONG: None}]}]}],
+    ids=["scalar value", "mapping value", "first key in a sequence", "nested"],
+)
+def test_a_key_too_long_to_be_implicit_is_written_explicit(document):
+    text = "\n".join(yaml_lines(document)) + "\n"
+    assert "? " in text
+    assert yaml.safe_load(text) == document
+
+
 def test_a_value_of_another_kind_is_refused():
     with pytest.raises(ValueError, match="no float value"):
         yaml_lines({"x": 1.5})
