@@ -22,7 +22,8 @@ attributes:
     platforms: posix
 """
 
-    # An action plugin: runs on the controller and calls modules on the target.
+    # An action plugin: runs on the controller and calls modules on the target. Used with the default above,
+    # whose entries it adds to (Ansible merges the attributes of every fragment a plugin names).
     ACTION = r"""
 attributes:
   action:
@@ -31,14 +32,4 @@ attributes:
   async:
     description: Cannot run asynchronously.
     support: none
-  check_mode:
-    description: Can run in check mode and predict its result without changing the target.
-    support: full
-  diff_mode:
-    description: Returns the change of the files it manages (or would, in check mode) in diff mode.
-    support: none
-  platform:
-    description: Target systems it runs on.
-    support: full
-    platforms: posix
 """

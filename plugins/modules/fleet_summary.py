@@ -20,6 +20,7 @@ description:
 author:
   - llamafleet maintainers (@llamafleet)
 extends_documentation_fragment:
+  - llamafleet.llamacpp.attributes
   - llamafleet.llamacpp.attributes.action
 options:
   hosts:

@@ -26,6 +26,7 @@ author:
   - llamafleet maintainers (@llamafleet)
 extends_documentation_fragment:
   - llamafleet.llamacpp.instance_settings
+  - llamafleet.llamacpp.attributes
   - llamafleet.llamacpp.attributes.action
 options:
   instance:

@@ -19,6 +19,7 @@ description:
 author:
   - llamafleet maintainers (@llamafleet)
 extends_documentation_fragment:
+  - llamafleet.llamacpp.attributes
   - llamafleet.llamacpp.attributes.action
 options:
   state:
