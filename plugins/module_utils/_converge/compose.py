@@ -7,8 +7,12 @@ The step drives ``docker compose`` itself, on the target, rather than through ``
 round trips, the host judge could not use it, and the collection would need community.docker on every
 controller. Here one module run decides (from ``docker inspect`` of the container: its command, environment,
 state and restarts), checks a new file with ``docker compose config``, recreates the one service with ``up
---no-deps --force-recreate`` only when what runs is not the plan, and waits for ``/health`` as the systemd
-runtime does. Compose's own health check stays in the file, for ``docker ps`` and the daemon.
+--no-deps --force-recreate`` only when what runs is not the plan (without ``--force-recreate`` when the file's
+form is all that changed: compose then keeps a container whose service reads the same), and waits for ``/health``
+as the systemd runtime does. Not ``up --wait``: it waits on compose's health check, whose interval and start
+period make it coarse, and on failure says only that the container is unhealthy, where the step's own wait gives
+the same timeout, the same early exit on a crash and the engine's last log lines under both runtimes. Compose's
+own health check stays in the file, for ``docker ps`` and the daemon.
 """
 
 from __future__ import annotations
