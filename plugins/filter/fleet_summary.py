@@ -70,11 +70,11 @@ def _first_line(text) -> str:
 
 def _why_restarted(entry: Mapping) -> str:
     """The first reason an instance was (or, in check mode, would be) restarted: what ran was not the plan; or the
-    files whose comments alone changed, written without a restart."""
+    files written without a restart, as nothing the engine runs with changed (their comments, or their form)."""
     reasons = entry.get("reasons") or []
     rewritten = entry.get("rewritten") or []
     if not reasons and rewritten:
-        return f"rewritten, not restarted: {', '.join(rewritten)} (its comments alone changed)"
+        return f"rewritten, not restarted: {', '.join(rewritten)} (nothing that runs changed)"
     if not reasons:
         return ""
     if entry.get("restarted") is True:

@@ -100,8 +100,10 @@ def process_runner(environment: Mapping[str, str] | None = None) -> Runner:
 
     def run(argv) -> tuple[int, str, str]:
         try:
-            done = subprocess.run(list(argv), capture_output=True, text=True, errors="surrogateescape", env=env,
-                                  check=False)
+            # Not AnsibleModule.run_command: the judge's fast path runs as a plain script from the planning venv,
+            # where there is no module (the module llama_server_judge hands its own run_command instead).
+            done = subprocess.run(  # pylint: disable=ansible-bad-function
+                list(argv), capture_output=True, text=True, errors="surrogateescape", env=env, check=False)
         except OSError as err:
             return 127, "", str(err)
         return done.returncode, done.stdout, done.stderr

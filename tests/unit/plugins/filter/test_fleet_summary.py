@@ -157,7 +157,7 @@ def test_registered_names():
         ({"restarted": False, "reasons": []}, ""),
         ({"restarted": True, "reasons": ["r"], "error": "boom\nmore"}, "boom"),
         ({"restarted": False, "changed": True, "reasons": [], "rewritten": ["the unit file"]},
-         "rewritten, not restarted: the unit file (its comments alone changed)"),
+         "rewritten, not restarted: the unit file (nothing that runs changed)"),
     ],
 )
 def test_the_detail_says_why_an_instance_was_restarted(entry, detail):
