@@ -172,6 +172,28 @@ _steps_status_stop() {
   [ "$_steps_status_tty" -eq 0 ] || printf '\r\033[K'
 }
 
+# Each step's end, for the recap: NAME, "done" or "FAILED", seconds (lanes are subshells: a file they share).
+_steps_record() {
+  [ -z "$steps_dir" ] || printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$steps_dir/times.tsv"
+}
+
+# Every step's time and result in one place at the end, in the order of the steps: with two lanes, their
+# "done in" lines are interleaved above. Steps a failure kept from running say so.
+_steps_recap() {
+  local name line
+  [ -n "$steps_dir" ] && [ ${#steps_names[@]} -gt 1 ] || return 0
+  echo "$steps_title: time per step"
+  for name in "${steps_names[@]}"; do
+    line=$(awk -F '\t' -v n="$name" '$1 == n {print $2 "\t" $3}' "$steps_dir/times.tsv" 2>/dev/null | tail -n 1)
+    if [ -z "$line" ]; then
+      printf '      %-16s not run\n' "$name"
+    else
+      printf '      %-16s %s%s\n' "$name" "$(_steps_time "${line#*$'\t'}")" \
+        "$([ "${line%%$'\t'*}" = "done" ] || echo ", FAILED")"
+    fi
+  done
+}
+
 _steps_done() {
   local elapsed=$1
   if [ -n "$_steps_next" ]; then
@@ -199,6 +221,7 @@ _steps_digest() {
 
 _steps_failed() {
   local name=$1 rc=$2 elapsed=$3 log=${4:-} lines
+  _steps_record "$name" FAILED "$elapsed"
   {
     echo "      FAILED: $name (exit $rc after $(_steps_time "$elapsed"))"
     if [ -z "$log" ]; then
@@ -243,6 +266,7 @@ step() {
   _steps_run "$@" >"$log" 2>&1 </dev/null
   _steps_status_stop
   [ "$_steps_rc" -eq 0 ] || _steps_failed "$name" "$_steps_rc" $((SECONDS - started)) "$log"
+  _steps_record "$name" "done" $((SECONDS - started))
   if [ -n "$results" ]; then
     _steps_plain <"$log" | { grep -E "$results" || true; } | tail -n 20 | sed -e 's/^=* *//' -e 's/ *=*$//' -e 's/^/      /'
   fi
@@ -257,10 +281,12 @@ step_live() {
   echo "$_steps_label $name — $desc"
   _steps_run "$@"
   [ "$_steps_rc" -eq 0 ] || _steps_failed "$name" "$_steps_rc" $((SECONDS - started))
+  _steps_record "$name" "done" $((SECONDS - started))
   _steps_done $((SECONDS - started))
 }
 
 steps_end() {
+  _steps_recap
   echo "$steps_title: $(_steps_count) done in $(_steps_time $((SECONDS - steps_started)))"
 }
 
@@ -317,6 +343,8 @@ _steps_main() {
         case "$spec" in '&' | ';') ;; *) names+=("${spec%%=*}") ;; esac
       done
       steps_begin "$title" "${names[@]}"
+      # A failed step ends the run: the recap still comes, last (lanes are subshells, which keep no trap).
+      trap 'status=$?; _steps_status_stop; [ "$status" -eq 0 ] || _steps_recap >&2' EXIT
       for spec in "$@" ';'; do
         if [ "$spec" = ';' ]; then
           [ ${#group[@]} -eq 0 ] || _steps_make_group "${group[@]}"

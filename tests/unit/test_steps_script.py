@@ -86,11 +86,17 @@ def test_lanes_run_side_by_side_and_each_step_says_its_time(tmp_path):
     assert "      side by side: slow,after | fast" in lines
     # The fast lane's step ends while the slow one still runs; each lane names its own next step.
     assert "[2/4] slow — two (log: slow.log)" in lines
+    # (The lanes' lines interleave in any order; "after" starts once slow is done, so a last step's "done in"
+    # before slow's is fast's.)
     fast_started = lines.index("[4/4] fast — four (log: fast.log)")
-    assert lines[fast_started + 1] == "      done in 0 s"
     slow_done = next(i for i, line in enumerate(lines) if re.fullmatch(r" {6}done in [2-9] s; next: after", line))
-    assert fast_started + 1 < slow_done
+    fast_done = next(i for i, line in enumerate(lines) if i > fast_started and line == "      done in 0 s")
+    assert fast_started < fast_done < slow_done
     assert "      3 passed in 0.01s" in lines
+    # The recap: every step's time, in the steps' order, whatever lane it ran in.
+    recap = lines[lines.index("t: time per step") + 1:-1]
+    assert [line.split()[0] for line in recap] == ["first", "slow", "after", "fast"]
+    assert re.fullmatch(r" {6}slow {13}[2-9] s", recap[1])
     assert lines[-1].startswith("t: 4 steps done in")
 
 
@@ -101,3 +107,9 @@ def test_a_failed_lane_fails_the_run_once_the_others_are_done(tmp_path):
     assert re.search(r"^ {6}done in [2-9] s$", result.stdout, re.MULTILINE)  # the other lane finished
     assert "fast — three" not in result.stdout  # nothing after the group
     assert "FAILED: broken" in result.stderr
+    # The recap comes last, failed and unrun steps included.
+    recap = result.stderr.splitlines()[-4:]
+    assert recap[0] == "t: time per step"
+    assert re.fullmatch(r" {6}broken {11}\d+ s, FAILED", recap[1])
+    assert re.fullmatch(r" {6}slow {13}[2-9] s", recap[2])
+    assert recap[3] == "      fast             not run"
