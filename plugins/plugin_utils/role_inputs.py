@@ -19,11 +19,11 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.prese
     instance_preset,
 )
 
-INSTANCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+INSTANCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}\Z")
 # The engine reads one key per line and treats ',' and '#' specially.
-API_KEY = re.compile(r"^[A-Za-z0-9._~+/=:@-]+$")
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-COMPOSE_PROJECT = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+API_KEY = re.compile(r"^[A-Za-z0-9._~+/=:@-]+\Z")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+COMPOSE_PROJECT = re.compile(r"^[a-z0-9][a-z0-9_-]*\Z")
 STATES = ("present", "absent")
 IMAGE_PULL = ("missing", "always", "never")
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.capabilities import lists_flag
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.notes import Note
 
-_EQUALS_FORM = re.compile(r"^(-{1,2}[A-Za-z][A-Za-z0-9_-]*)=(.*)$", re.DOTALL)
+_EQUALS_FORM = re.compile(r"^(-{1,2}[A-Za-z][A-Za-z0-9_-]*)=(.*)\Z", re.DOTALL)
 
 
 def split_equals_forms(tokens: Sequence[str], help_text: str) -> tuple[list[str], Note | None]:

@@ -38,20 +38,20 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.typos
 # Where llama.cpp starts the description of every option.
 _DESCRIPTION_COLUMN = 40
 _SECTION = re.compile(r"^-{3,}\s")
-_NAME = re.compile(r"^-{1,2}[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+_NAME = re.compile(r"^-{1,2}[A-Za-z0-9][A-Za-z0-9_.+-]*\Z")
 _SEPARATOR = re.compile(r",\s+")
 _ENV = re.compile(r"\(env:\s*([A-Za-z_][A-Za-z0-9_]*)\)")
 _ALLOWED = re.compile(r"allowed values:\s*([A-Za-z0-9_.+-]+(?:,\s*[A-Za-z0-9_.+-]+)*)")
 _REMOVED = re.compile(r"the argument has been removed\.?\s*(.*)", re.DOTALL)
 _QUOTED_WORD = re.compile(r"'([a-z]+)'")
-_BRACES = re.compile(r"^\{([A-Za-z0-9_.+-]+(?:,[A-Za-z0-9_.+-]+)+)\}$")
-_PIPES = re.compile(r"^[\[<]([A-Za-z0-9_.+-]+(?:\|[A-Za-z0-9_.+-]+)+)[\]>]$")
-_RANGE = re.compile(r"^<-?\d+\.{2,3}-?\d+>$")
-_NUMBER_LIST_HINT = re.compile(r"^([A-Za-z]+)0,\1(?:1),(?:\1(?:2),)?\.\.\.$")
+_BRACES = re.compile(r"^\{([A-Za-z0-9_.+-]+(?:,[A-Za-z0-9_.+-]+)+)\}\Z")
+_PIPES = re.compile(r"^[\[<]([A-Za-z0-9_.+-]+(?:\|[A-Za-z0-9_.+-]+)+)[\]>]\Z")
+_RANGE = re.compile(r"^<-?\d+\.{2,3}-?\d+>\Z")
+_NUMBER_LIST_HINT = re.compile(r"^([A-Za-z]+)0,\1(?:1),(?:\1(?:2),)?\.\.\.\Z")
 _LIST_SEPARATORS = re.compile(r"[,/]+")
-_WORD_LIST = re.compile(r"^[a-z0-9][a-z0-9-]*(?:,[a-z0-9][a-z0-9-]*){2,}$")
-_NUMBER = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$", re.ASCII)
-_INTEGER = re.compile(r"^[+-]?\d+$", re.ASCII)
+_WORD_LIST = re.compile(r"^[a-z0-9][a-z0-9-]*(?:,[a-z0-9][a-z0-9-]*){2,}\Z")
+_NUMBER = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z", re.ASCII)
+_INTEGER = re.compile(r"^[+-]?\d+\Z", re.ASCII)
 # Placeholders whose description lists every value as "- value: what it does" (--load-mode MODE,
 # --lazy-mode MODE, --numa TYPE: their handlers take exactly those; checked on the 11434 source).
 _BULLETED_PLACEHOLDERS = frozenset({"MODE", "TYPE"})

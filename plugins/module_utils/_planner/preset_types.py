@@ -57,12 +57,12 @@ REASONING_OFF = ("off", "none", "false", "0", "no", "disable", "disabled")
 REASONING_ON = ("on", "1", "true", "yes", "oui", "enabled", "enable")
 
 # ASCII digits only: Python's \d also matches other scripts' digits, which std::stoi does not read.
-_COUNT = re.compile(r"^\+?([0-9]+)([kKmM]?)$")
-_SIGNED = re.compile(r"^([+-]?)([0-9]+)$")
-_GPU_INDEX = re.compile(r"^[0-9]{1,4}$")
+_COUNT = re.compile(r"^\+?([0-9]+)([kKmM]?)\Z")
+_SIGNED = re.compile(r"^([+-]?)([0-9]+)\Z")
+_GPU_INDEX = re.compile(r"^[0-9]{1,4}\Z")
 # CUDA also takes a unique prefix of a UUID.
-_GPU_UUID = re.compile(r"^(?:GPU-[0-9A-Fa-f][0-9A-Fa-f-]*|MIG-[0-9A-Za-z][0-9A-Za-z/-]*)$")
-_HOST_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
+_GPU_UUID = re.compile(r"^(?:GPU-[0-9A-Fa-f][0-9A-Fa-f-]*|MIG-[0-9A-Za-z][0-9A-Za-z/-]*)\Z")
+_HOST_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)\Z")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _SUFFIX = {"": 1, "k": 1024, "m": 1024 * 1024}
 TYPO_CUTOFF = 0.8

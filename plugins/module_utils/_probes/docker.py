@@ -37,7 +37,7 @@ INSPECT_TIMEOUT_S = 20.0
 # --help still answers in milliseconds.
 IMAGE_TIMEOUT_SCALE = 6.0
 
-_IMAGE_ID = re.compile(r"^sha256:[0-9a-f]{64}$")
+_IMAGE_ID = re.compile(r"^sha256:[0-9a-f]{64}\Z")
 
 
 @dataclass(frozen=True)

@@ -239,7 +239,7 @@ _CACHE_MAX_BYTES = 4 << 20  # real help texts are ~30 KB; refuse to parse anythi
 # Environment entries that change what the engine prints: the visible GPUs
 # (device lists and defaults) and the library path (which backends load).
 _KEY_ENV = ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH")
-_LIB_NAME = re.compile(r"^lib.*\.so(\.[0-9.]+)?$")
+_LIB_NAME = re.compile(r"^lib.*\.so(\.[0-9.]+)?\Z")
 
 
 @dataclass(frozen=True)

@@ -86,7 +86,7 @@ CACHE_MAX = 256
 # handful of reads, small enough to stay a bounded buffer.
 _CHUNK = 1 << 20
 
-_SHARD_SUFFIX = re.compile(r"-([0-9]{2,5})(-of-)([0-9]{2,5})(\.gguf)$", re.IGNORECASE)
+_SHARD_SUFFIX = re.compile(r"-([0-9]{2,5})(-of-)([0-9]{2,5})(\.gguf)\Z", re.IGNORECASE)
 
 
 class GGUFError(ValueError):

@@ -21,9 +21,9 @@ import sys
 from dataclasses import dataclass
 
 _LISTEN = "0A"  # TCP_LISTEN in include/net/tcp_states.h
-_SOCKET_LINK = re.compile(r"^socket:\[(\d+)\]$")
+_SOCKET_LINK = re.compile(r"^socket:\[(\d+)\]\Z")
 # Docker's cgroup names: cgroupfs driver ".../docker/<id>", systemd driver ".../docker-<id>.scope".
-_CONTAINER_ID = re.compile(r"(?:^|/)(?:docker-)?([0-9a-f]{64})(?:\.scope)?$")
+_CONTAINER_ID = re.compile(r"(?:^|/)(?:docker-)?([0-9a-f]{64})(?:\.scope)?\Z")
 
 
 @dataclass(frozen=True)

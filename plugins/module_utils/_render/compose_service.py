@@ -30,12 +30,12 @@ SECRET_PATH = "/run/secrets/" + SECRET_TARGET
 # ggml-org's server images carry curl for their own HEALTHCHECK.
 DEFAULT_HEALTH_COMMAND = ("curl", "--fail", "--silent", "--show-error", "--output", "/dev/null", "--max-time", "4")
 
-_SERVICE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_USER = re.compile(r"^[0-9]+:[0-9]+$")
+_SERVICE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}\Z")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+_USER = re.compile(r"^[0-9]+:[0-9]+\Z")
 # What nvidia-container-toolkit accepts as a device: an index (NVML order, i.e. PCI bus order),
 # a GPU UUID or a MIG device UUID.
-_GPU_ID = re.compile(r"^(?:[0-9]{1,3}|GPU-[0-9A-Fa-f-]{8,}|MIG-[0-9A-Za-z/-]{8,})$")
+_GPU_ID = re.compile(r"^(?:[0-9]{1,3}|GPU-[0-9A-Fa-f-]{8,}|MIG-[0-9A-Za-z/-]{8,})\Z")
 
 
 class ComposeError(ValueError):
