@@ -20,6 +20,11 @@ import time
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.role import (
+    input_errors,
+    instances_in_state,
+    model_files,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.rollout_lock import (
     expired,
     held_message,
@@ -35,11 +40,6 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import settings_spec
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_layers import preset_and_key
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import target_code
-from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.role_inputs import (
-    input_errors,
-    instances_in_state,
-    model_files,
-)
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.rollout_holder import (
     holder_alive,
     this_controller,

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs import role as role_inputs
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout import paths
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner import preset_layers
-from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import role_inputs
 
 # The paths the role's tasks write or read, by name: each is a function of one directory in _layout/paths.py.
 LAYOUT_PATHS = {

@@ -10,6 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.secrets import (
+    SECRET_FLAGS,
+    secret_flags_in,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner import (
     capabilities,
     checkpoints,
@@ -106,8 +110,6 @@ DEFAULTS = {
     "PARALLEL": "1",
 }
 
-# Flags through which a key would land in argv (and so in `ps` and unit files).
-_KEY_IN_ARGV_FLAGS = ("--api-key",)
 # ENGINE values that mean llama.cpp's llama-server (Loki's default engine).
 _LLAMA_CPP_ENGINES = ("", "llama.cpp", "llamacpp", "llama-cpp", "llama-server")
 
@@ -288,7 +290,7 @@ def _typed_draft(preset: dict[str, str], facts: HostFacts) -> _Draft:
     typed = read_preset(preset, table)
     notes.extend(typed.notes)
     raw_extra = split_args(typed.values.get("EXTRA_ARGS", ""))
-    _refuse_key_flags(raw_extra)
+    _refuse_key_flags(raw_extra, table)
     extra, extra_notes = normalize_extra(raw_extra, facts.help)
     check_extra_args(extra, table, facts.engine_devices)
     notes.extend(check_engine_environment(facts.arg_env, table, facts.engine_devices))
@@ -297,20 +299,24 @@ def _typed_draft(preset: dict[str, str], facts: HostFacts) -> _Draft:
                   argv=[binary, "-m", model], notes=notes, place=extra)
 
 
-def _refuse_key_flags(raw_extra: list[str]) -> None:
-    if has_any_flag(raw_extra, *_KEY_IN_ARGV_FLAGS):
+def _refuse_key_flags(raw_extra: list[str], table: FlagTable) -> None:
+    """A key or token flag in EXTRA_ARGS, in any spelling the engine reads (``--api_key``, ``-hft``) or refuses
+    (``--api-key=KEY``, whose error would print the key), known whatever the engine's help says."""
+    for flag in secret_flags_in(raw_extra, table):
+        if flag == "--api-key-file":
+            raise PlanError(
+                "EXTRA_ARGS must not carry --api-key-file (in any spelling): the key is managed by the collection "
+                "(the api_key option, or API_KEY), which gives the engine its own key file and knows the server is "
+                "protected",
+                key="EXTRA_ARGS",
+                token=flag,
+            )
         raise PlanError(
-            "EXTRA_ARGS must not carry --api-key: the key would be visible in ps and in the unit file; "
-            "give it through the api_key option (or API_KEY), which reaches the engine by file",
+            f"EXTRA_ARGS must not carry {flag} (in any spelling): {SECRET_FLAGS[flag]} would be visible in ps and "
+            "in the unit file; give the API key through the api_key option (or API_KEY), which reaches the engine "
+            "by file",
             key="EXTRA_ARGS",
-            token="--api-key",
-        )
-    if has_any_flag(raw_extra, "--api-key-file"):
-        raise PlanError(
-            "EXTRA_ARGS must not carry --api-key-file: the key is managed by the collection (the api_key option, "
-            "or API_KEY), which gives the engine its own key file and knows the server is protected",
-            key="EXTRA_ARGS",
-            token="--api-key-file",
+            token=flag,
         )
 
 

@@ -16,7 +16,8 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.step
     remove_instance,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.systemd import SystemdRuntime
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.report import report_entry
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.instance import step_errors
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.report import early_entry, report_entry
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import UNIT_DIR
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.service import Runner
 
@@ -38,6 +39,12 @@ def runtime_for(request: Request, run: Runner, docker_run: Runner, *, unit_dir: 
 def apply(params: Mapping, run: Runner, docker_run: Runner, *, check_mode: bool, diff: bool,
           unit_dir: str = UNIT_DIR) -> Outcome:
     """The whole step for one instance: remove it (state absent), or plan, render, judge and apply it."""
+    errors = step_errors(params)
+    if errors:
+        # Before any path is made of its name or any value is read: the module used alone refuses what the role
+        # refuses.
+        message = "; ".join(errors) + " (nothing was read or changed)"
+        return Outcome({"report": early_entry(str(params.get("name")), "failed", message)}, failure=message)
     request = request_of(params)
     runtime = runtime_for(request, run, docker_run, unit_dir=unit_dir)
     if params.get("state") == "absent":
@@ -52,6 +59,9 @@ def apply(params: Mapping, run: Runner, docker_run: Runner, *, check_mode: bool,
 def judge(params: Mapping, run: Runner, docker_run: Runner, *, unit_dir: str = UNIT_DIR,
           image_ids: dict | None = None) -> tuple[dict | None, str]:
     """(its report row, "") when the instance runs its plan and nothing would change; (None, why) otherwise."""
+    errors = step_errors(params)
+    if errors:
+        return None, errors[0]
     request = request_of(params)
     name = request.name
     runtime = runtime_for(request, run, docker_run, unit_dir=unit_dir, image_ids=image_ids)

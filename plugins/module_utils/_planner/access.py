@@ -37,7 +37,9 @@ def effective_port(preset: Mapping) -> int | None:
     None when that is not a number (the planner refuses it then, naming it)."""
     text = flag_value(split_args(str(preset.get("EXTRA_ARGS") or "")), "--port") or str(preset.get("PORT") or "")
     text = text.strip() or DEFAULT_PORT
-    return int(text) if text.isascii() and text.isdigit() else None
+    # As the planner reads PORT and the engine's std::stoi a --port: a "+" sign and leading zeros change nothing.
+    digits = text[1:] if text.startswith("+") else text
+    return int(digits) if digits.isascii() and digits.isdigit() else None
 
 
 def slot_save_safe(preset: Mapping[str, str], extra: Sequence[str], facts: HostFacts) -> bool:

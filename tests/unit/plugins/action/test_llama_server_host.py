@@ -56,7 +56,7 @@ def test_a_current_host_and_the_wire_options():
 def test_bad_inputs_fail_before_the_host_is_read():
     result, calls = run_action({}, instances=[{"name": "a b"}])
     assert result["failed"] is True
-    assert "instance names must match" in result["msg"]
+    assert "instance name 'a b': it names the unit" in result["msg"]
     assert calls == []
 
 

@@ -252,15 +252,20 @@ class TestApiKey:
         # The key counts as in effect: slot save path is allowed on a public host.
         assert "--slot-save-path" in p.argv
 
-    @pytest.mark.parametrize("extra", ["--api-key s3cret", "--api-key=s3cret"])
-    def test_key_in_extra_args_is_refused(self, extra):
-        with pytest.raises(PlanError, match="--api-key"):
-            plan({"EXTRA_ARGS": extra}, facts(help=NEW_ENGINE))
+    @pytest.mark.parametrize("help_text", [NEW_ENGINE, ""], ids=["known engine", "unknown engine"])
+    @pytest.mark.parametrize("extra", ["--api-key s3cret-key", "--api-key=s3cret-key", "--api_key s3cret-key",
+                                       "-c 4096 --API-KEY s3cret-key", "--hf-token hf_x", "-hft hf_x"])
+    def test_key_in_extra_args_is_refused(self, extra, help_text):
+        with pytest.raises(PlanError, match="must not carry --(api-key|hf-token) .in any spelling") as caught:
+            plan({"EXTRA_ARGS": extra}, facts(help=help_text))
+        assert "s3cret-key" not in str(caught.value)
 
-    @pytest.mark.parametrize("extra", ["--api-key-file /etc/keys", "--api-key-file=/etc/keys"])
-    def test_a_key_file_of_ones_own_is_refused(self, extra):
+    @pytest.mark.parametrize("help_text", [NEW_ENGINE, ""], ids=["known engine", "unknown engine"])
+    @pytest.mark.parametrize("extra", ["--api-key-file /etc/keys", "--api-key-file=/etc/keys",
+                                       "--api_key_file /etc/shadow"])
+    def test_a_key_file_of_ones_own_is_refused(self, extra, help_text):
         with pytest.raises(PlanError, match="must not carry --api-key-file") as caught:
-            plan({"EXTRA_ARGS": extra}, facts(help=NEW_ENGINE))
+            plan({"EXTRA_ARGS": extra}, facts(help=help_text))
         assert (caught.value.key, caught.value.token) == ("EXTRA_ARGS", "--api-key-file")
 
     def test_no_key_no_flag(self):

@@ -1,8 +1,8 @@
-"""The role's inputs, checked on the controller: each bad input gives a message naming it; good ones give none."""
+"""The role's inputs as a whole (role.py): each bad input gives a message naming it; good ones give none."""
 
 import pytest
 
-from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.role_inputs import (
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.role import (
     RoleInputError,
     input_errors,
     instances_in_state,
@@ -12,7 +12,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.role_inputs im
 GOOD = {
     "runtime": "systemd", "image": "", "image_pull": "missing", "compose_project": "llamafleet",
     "compose_dir": "/etc/llamafleet/compose",
-    "instances": [{"name": "main", "preset": "small", "api_key": "k-1"}, {"name": "old", "state": "absent"}],
+    "instances": [{"name": "main", "preset": "small", "api_key": "k-1-of-main"}, {"name": "old", "state": "absent"}],
     "presets": {"small": {"MODEL": "m.gguf"}}, "environment": {"GGML_X": "1"},
     "engine_bin": "/usr/local/bin/llama-server", "engine_archive_url": "", "engine_archive_checksum": "",
     "models": [{"url": "https://h/m.gguf", "checksum": "sha256:ab"}], "models_dir": "/var/lib/llamafleet/models",
@@ -22,14 +22,17 @@ CASES = [
     ("runtime", {"runtime": "podman"}, "llama_server_runtime must be systemd or compose, not 'podman'"),
     ("compose without image", {"runtime": "compose"}, "the compose runtime needs llama_server_image"),
     ("image with a space", {"runtime": "compose", "image": "a b"}, "the compose runtime needs llama_server_image"),
-    ("image pull", {"image_pull": "sometimes"}, "llama_server_image_pull must be one of missing, always, never"),
-    ("compose project", {"compose_project": "Fleet"}, "llama_server_compose_project takes lower-case letters"),
-    ("compose dir", {"compose_dir": "compose"}, "llama_server_compose_dir must be an absolute path"),
-    ("instance name", {"instances": [{"name": "a b"}]}, "instance names must match"),
+    ("compose project", {"compose_project": "Fleet"},
+     "llama_server_compose_project (settings.compose_project) = 'Fleet': it does not have that form; accepted: "
+     "lower-case letters"),
+    ("compose dir", {"compose_dir": "compose"},
+     "llama_server_compose_dir (settings.compose_dir) = 'compose': it is not absolute; accepted: an absolute"),
+    ("instance name", {"instances": [{"name": "a b"}]}, "instance name 'a b': it names the unit"),
+    ("instance name with a newline", {"instances": [{"name": "main\n"}]}, "instance name 'main\\n'"),
     ("duplicate names", {"instances": [{"name": "a"}, {"name": "a", "state": "absent"}]},
      "given more than once: a"),
     ("state", {"instances": [{"name": "a", "state": "presnt"}]},
-     "an instance's state is present or absent; not a: 'presnt'"),
+     "instance a: state 'presnt'; accepted: present or absent"),
     ("ports", {"instances": [{"name": "a"}, {"name": "b"}]}, "a and b both plan port 8080"),
     ("ports as numbers", {"instances": [{"name": "a", "port": "08080"}, {"name": "b", "port": 8080}]},
      "a and b both plan port 8080"),
@@ -38,10 +41,12 @@ CASES = [
     ("port= in EXTRA_ARGS", {"instances": [{"name": "a", "settings": {"extra_args": "--port=9000"}},
                                            {"name": "b", "port": 9000}]}, "a and b both plan port 9000"),
     ("unknown preset", {"instances": [{"name": "a", "preset": "nope"}]}, "nope"),
-    ("key with a comma", {"instances": [{"name": "a", "api_key": "x,y"}]}, "instance a: an API key may only hold"),
-    ("env name", {"environment": {"1X": "v"}}, "llama_server_environment takes variable names"),
+    ("key with a comma", {"instances": [{"name": "a", "api_key": "xxxxxxxx,y"}]},
+     "instance a (api_key): the API key is refused: it may only hold"),
+    ("env name", {"environment": {"1X": "v"}},
+     "llama_server_environment (settings.environment) (variables 1X): the name '1X' is not a variable name"),
     ("key in env", {"instances": [{"name": "a", "environment": {"LLAMA_API_KEY": "s"}}]},
-     "the environment of instance a: LLAMA_API_KEY is not set this way"),
+     "instance a: environment: LLAMA_API_KEY names a key or a token"),
     ("no engine", {"engine_bin": ""}, "set either llama_server_engine_bin"),
     ("both engines", {"engine_archive_url": "https://h/e.zip", "engine_archive_checksum": "sha256:1"},
      "set either llama_server_engine_bin"),
