@@ -256,7 +256,7 @@ class TestApiKey:
     @pytest.mark.parametrize("extra", ["--api-key s3cret-key", "--api-key=s3cret-key", "--api_key s3cret-key",
                                        "-c 4096 --API-KEY s3cret-key", "--hf-token hf_x", "-hft hf_x"])
     def test_key_in_extra_args_is_refused(self, extra, help_text):
-        with pytest.raises(PlanError, match="must not carry --(api-key|hf-token) .in any spelling") as caught:
+        with pytest.raises(PlanError, match=r"must not carry --(api-key|hf-token) .in any spelling") as caught:
             plan({"EXTRA_ARGS": extra}, facts(help=help_text))
         assert "s3cret-key" not in str(caught.value)
 
