@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs import grammar
+
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=:,./@^~")
 _C_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\a": "\\a", "\b": "\\b",
               "\f": "\\f", "\v": "\\v"}
@@ -61,3 +63,28 @@ def environment_assignment(key: str, value: str) -> str:
 def environment_lines(env: Mapping[str, str]) -> list[str]:
     """One ``Environment=`` line per variable, in the mapping's order."""
     return ["Environment=" + environment_assignment(k, v) for k, v in env.items()]
+
+
+def path_value(path: str) -> str:
+    """A path for a directive that takes one (WorkingDirectory=, ReadWritePaths=, EnvironmentFile=,
+    LoadCredential=). systemd expands specifiers there but does not C-unescape (ReadWritePaths= would read
+    ``\\t/srv`` as ``t/srv``), and some split at blanks: only a path of grammar.PATH_FORM is written, its ``%`` as
+    ``%%``."""
+    why = grammar.path_problem(path)
+    if why:
+        raise UnitValueError(f"the path {path!r} cannot be written into a unit: {why}; accepted: {grammar.PATH_FORM}")
+    return path.replace("%", "%%")
+
+
+def account_value(name: str) -> str:
+    """A User= or Group= name (grammar.ACCOUNT: no specifier, blank, backslash or line break can reach it)."""
+    if not grammar.ACCOUNT.fullmatch(name):
+        raise UnitValueError(f"{name!r} cannot be User= or Group=; accepted: {grammar.ACCOUNT_FORM}")
+    return name
+
+
+def comment_text(text: str) -> str:
+    """Free text on one comment line: every run of blanks (line breaks, \\r included) as one space, and no
+    backslash last, which would join the next line to the comment."""
+    line = " ".join(str(text).split())
+    return line + "." if line.endswith("\\") else line

@@ -7,10 +7,10 @@ same spec are byte-identical, so an unchanged host keeps its unit (and its runni
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs import grammar
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import credential_path
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.engine_inputs import (
     NO_CONFIG_HOME,
@@ -18,8 +18,11 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.engin
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_quoting import (
     UnitValueError,
+    account_value,
+    comment_text,
     environment_assignment,
     exec_start,
+    path_value,
     quote_exec_word,
 )
 
@@ -34,6 +37,10 @@ SLOT_SCRIPT = (
     "! -regex '.*/persist-[0-9a-f]{16}-[0-9a-f]{12}\\.bin' -delete; "
     'else find "$1" -mindepth 1 -maxdepth 1 -type f -delete; fi'
 )
+
+
+# systemd refuses a unit line over LONG_LINE_MAX (1 MiB); an ExecStart this long is a mistake well before that.
+UNIT_LINE_MAX = 256 * 1024
 
 
 class UnitRenderError(ValueError):
@@ -67,13 +74,9 @@ class UnitSpec:
     managed: str = "Ansible managed"
 
 
-def _one_line(text: str) -> str:
-    return re.sub(r"\s+", " ", str(text))
-
-
 def _note_lines(spec: UnitSpec) -> list[str]:
-    lines = [f"# [{n['id']}] {_one_line(n['text'])}" for n in spec.notes]
-    lines += [f"# warning [{n['id']}] {_one_line(n['text'])}" for n in spec.warnings]
+    lines = [f"# [{comment_text(n['id'])}] {comment_text(n['text'])}" for n in spec.notes]
+    lines += [f"# warning [{comment_text(n['id'])}] {comment_text(n['text'])}" for n in spec.warnings]
     return lines
 
 
@@ -81,12 +84,12 @@ def _credential_lines(spec: UnitSpec) -> list[str]:
     if spec.env_file:
         return [
             "# This engine has no --api-key-file: LLAMA_API_KEY comes from a root-only file.",
-            f"EnvironmentFile={spec.env_file}",
+            f"EnvironmentFile={path_value(spec.env_file)}",
         ]
     if spec.key_file:
         return [
             f"# The key reaches the engine as {credential_path(spec.instance)} (--api-key-file).",
-            f"LoadCredential=api_key:{spec.key_file}",
+            f"LoadCredential=api_key:{path_value(spec.key_file)}",
         ]
     return []
 
@@ -122,8 +125,10 @@ def render_unit(spec: UnitSpec) -> str:
 
 
 def _render(spec: UnitSpec) -> str:
+    if not grammar.INSTANCE_NAME.fullmatch(spec.instance):
+        raise UnitValueError(f"the instance name {spec.instance!r} does not have the form {grammar.INSTANCE_NAME_FORM}")
     lines = [
-        f"# {spec.managed}",
+        f"# {comment_text(spec.managed)}",
         f"# llamafleet.llamacpp.llama_server: instance {spec.instance}",
         "# The command line below was planned by llamafleet.llamacpp.llama_server_plan; why:",
         *_note_lines(spec),
@@ -139,9 +144,9 @@ def _render(spec: UnitSpec) -> str:
         "",
         "[Service]",
         "Type=exec",
-        f"User={spec.user}",
-        f"Group={spec.group}",
-        f"WorkingDirectory={spec.home_dir}",
+        f"User={account_value(spec.user)}",
+        f"Group={account_value(spec.group)}",
+        f"WorkingDirectory={path_value(spec.home_dir)}",
         *(f"Environment={environment_assignment(k, str(v))}" for k, v in spec.environment.items()),
         "# No llama.cpp config.ini applies: its user directory is an empty place in the private /tmp, and",
         f"# {SYSTEM_CONFIG_DIR} is out of sight. Engine variables come from this unit only.",
@@ -165,7 +170,7 @@ def _render(spec: UnitSpec) -> str:
         "# Hardening (systemd-analyze security). The engine writes only its instance directory.",
         "NoNewPrivileges=yes",
         "ProtectSystem=strict",
-        f"ReadWritePaths={quote_exec_word(spec.home_dir)}",
+        f"ReadWritePaths={path_value(spec.home_dir)}",
         f"ProtectHome={spec.protect_home}",
         "PrivateTmp=yes",
         "PrivateMounts=yes",
@@ -203,6 +208,14 @@ def _render(spec: UnitSpec) -> str:
         "WantedBy=multi-user.target",
     ]
     for line in lines:
-        if "\n" in line or "\0" in line:
-            raise UnitRenderError(f"instance {spec.instance}: a unit line would hold a newline: {line[:80]!r}")
+        # systemd ends a line at \r as well as \n, and joins the next one to a line that ends in a backslash.
+        if any(char in line for char in "\n\r\0") or line.endswith("\\"):
+            raise UnitRenderError(f"instance {spec.instance}: a unit line would hold a line break, a NUL or end in a "
+                                  f"backslash: {line[:80]!r}")
+        why = grammar.utf8_problem(line)
+        if why:
+            raise UnitRenderError(f"instance {spec.instance}: a unit line cannot be written: {why}: {line[:80]!r}")
+        if len(line) > UNIT_LINE_MAX:
+            raise UnitRenderError(f"instance {spec.instance}: a unit line would be {len(line)} characters long (at "
+                                  f"most {UNIT_LINE_MAX}, below systemd's 1 MiB): {line[:80]!r}")
     return "\n".join(lines) + "\n"

@@ -93,13 +93,36 @@ def test_two_renders_are_byte_identical_and_end_with_a_newline():
         {"environment": {"X": "a\0b"}},
         {"environment": {"BAD NAME": "x"}},
         {"instance": "a\nb"},
+        {"instance": "../../tmp/evil"},
         {"home_dir": "/a\nb"},
-        {"notes": [{"id": "x\ny", "text": "t"}]},
+        {"home_dir": '/var/lib/llamafleet\rExecStartPre=+/bin/sh -c "id > /run/pwned"\r#'},
+        {"home_dir": "\t/srv/llama"},
+        {"home_dir": "/srv/llama\\"},
+        {"home_dir": "/srv/../etc"},
+        {"user": "llama\\"},
+        {"group": "llama\rExecStartPre=/bin/sh"},
+        {"user": "%Z"},
+        {"key_file": "/etc/cred/main key"},
+        {"env_file": "/etc/cred/x\ny"},
+        {"argv": ["/e", "-m", "a" * (300 * 1024)]},
+        {"argv": ["/e", "-m", "\udcff.gguf"]},
     ],
 )
 def test_a_value_that_would_break_the_unit_is_refused(change):
     with pytest.raises(UnitRenderError, match="instance"):
         render_unit(dataclasses.replace(BASE, **change))
+
+
+def test_a_percent_in_a_path_is_written_as_systemd_reads_it_back():
+    got = lines(dataclasses.replace(BASE, home_dir="/srv/llama%Z"))
+    assert "WorkingDirectory=/srv/llama%%Z" in got
+    assert "ReadWritePaths=/srv/llama%%Z" in got
+
+
+def test_a_comment_holds_one_line_whatever_the_note_says():
+    got = render_unit(dataclasses.replace(BASE, notes=[{"id": "x\ny", "text": "a\rExecStartPre=/bin/sh\\"}]))
+    assert "# [x y] a ExecStartPre=/bin/sh\\." in got.splitlines()
+    assert not any(line.startswith("ExecStartPre=/bin/sh") for line in got.splitlines())
 
 
 def test_a_newline_in_a_value_is_escaped_not_written():
