@@ -13,6 +13,8 @@ import copy
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.instance import instance_errors
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.settings_check import settings_errors
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.report import early_entry
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import container_name, unit_name
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import settings_spec
@@ -50,7 +52,13 @@ class ActionModule(ActionBase):
         settings = args["settings"]
         service = container_name(name) if settings["runtime"] == "compose" else unit_name(name)
         key = ""
-        if (instance.get("state") or "present") == "absent":
+        # The module checks the same again on the target; here nothing unchecked is sent (a key misspelt as a
+        # preset key would travel in the preset option, which is logged).
+        errors = settings_errors(settings) + instance_errors(instance, args["presets"])
+        if errors:
+            message = "; ".join(errors) + " (nothing was sent to the host)"
+            found = {"failed": True, "msg": message, "report": early_entry(name, "failed", message, service)}
+        elif (instance.get("state") or "present") == "absent":
             # Only the standard library is needed: the host's own interpreter, even where no venv is left.
             found = self._apply({"name": name, "state": "absent", "settings": settings}, "", task_vars, service)
         elif args["pending"]:

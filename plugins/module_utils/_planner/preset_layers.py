@@ -59,8 +59,9 @@ def instance_preset(instance, presets) -> dict:
 
 
 def preset_and_key(instance, presets) -> tuple[dict, str]:
-    """The instance's layered preset without any key, and its key: the instance's ``api_key``, else the preset's
+    """The instance's layered preset without any secret, and its key: the instance's ``api_key``, else the preset's
     ``API_KEY`` ("" for none). The key only ever travels apart, to root-only credential files."""
     preset = instance_preset(instance, presets)
     key = str(instance.get("api_key") or preset.get("API_KEY") or "").strip()
-    return {name: value for name, value in preset.items() if name != "API_KEY"}, key
+    # EXTERNAL_KEY is a remote API's key, never read at launch: it stays on the controller too.
+    return {name: value for name, value in preset.items() if name not in ("API_KEY", "EXTERNAL_KEY")}, key

@@ -44,6 +44,35 @@ def test_a_preset_key_travels_as_the_key_only():
     assert "API_KEY" not in module_args["preset"]
 
 
+def test_an_external_key_stays_on_the_controller():
+    _result, [(_name, module_args, _vars)] = run_action(
+        {"name": "main", "settings": {"model": "a.gguf", "external_key": "remote-secret-1"}}, {APPLY: APPLIED})
+    assert "remote-secret-1" not in json.dumps(module_args)
+
+
+@pytest.mark.parametrize(
+    ("instance", "settings", "said"),
+    [
+        ({"name": "../../../../tmp/evil"}, {}, "instance name '../../../../tmp/evil'"),
+        ({"name": "main", "api_key": "good\nLD_PRELOAD=/tmp/evil.so"}, {}, "the API key is refused"),
+        ({"name": "main", "settings": {"API-KEY": KEY}}, {}, "preset key 'API-KEY' looks like API_KEY"),
+        ({"name": "main", "settings": {"extra_args": f"--api_key {KEY}"}}, {}, "must not carry --api-key"),
+        ({"name": "main", "environment": {"LLAMA_API_KEY": KEY}}, {}, "LLAMA_API_KEY names a key"),
+        ({"name": "main"}, {"home": "/var/lib/llamafleet\rExecStartPre=+/bin/sh"}, "llama_server_home"),
+        ({"name": "main"}, {"user": "llama\\"}, "llama_server_user"),
+        ({"name": "old", "state": "absent"}, {"compose_dir": "relative"}, "llama_server_compose_dir"),
+    ],
+    ids=["name", "key", "misspelt key", "key flag", "key variable", "home", "user", "absent too"],
+)
+def test_bad_input_is_refused_before_anything_is_sent(instance, settings, said):
+    result, calls = run_action(instance, {APPLY: APPLIED}, settings=settings)
+    assert calls == []
+    assert result["failed"] is True
+    assert said in result["msg"]
+    assert result["report"]["state"] == "failed"
+    assert KEY not in json.dumps(result)
+
+
 def test_a_key_in_a_result_is_masked():
     failed = {**APPLIED, "state": "failed", "failed": True, "msg": f"engine said {KEY}"}
     result = run_action({"name": "main", "preset": "small", "api_key": KEY}, {APPLY: failed})[0]

@@ -157,3 +157,32 @@ def test_state_absent_removes_the_instance(systemd, tmp_path, capsys):
     again = run_module(apply.main, {"name": "main", "state": "absent", "settings": settings_for(tmp_path)}, capsys)
     assert again["report"]["changed"] is False
     assert again["changed"] is False
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"name": "../../../../tmp/evil"}, "instance name '../../../../tmp/evil'"),
+        ({"api_key": "good\nLD_PRELOAD=/tmp/evil.so"}, "the API key is refused"),
+        ({"preset": {"EXTRA_ARGS": "--api_key k-apply-secret"}}, "must not carry --api-key"),
+        ({"environment": {"LLAMA_API_KEY": "k-apply-secret"}}, "LLAMA_API_KEY names a key"),
+    ],
+    ids=["name", "key", "key flag", "key variable"],
+)
+def test_the_module_alone_refuses_what_the_role_refuses_before_reading_anything(systemd, tmp_path, capsys, change,
+                                                                                said):
+    result = run_module(apply.main, {**args(tmp_path), **change}, capsys)
+    assert result["failed"] is True
+    assert said in result["msg"]
+    assert systemd.calls == []
+    assert not (tmp_path / "etc").exists() or not any((tmp_path / "etc").rglob("*"))
+    assert not (tmp_path.parent / "tmp" / "evil").exists()
+    assert KEY not in json.dumps(result)
+
+
+def test_a_setting_in_a_bad_form_is_refused_by_the_module_alone(systemd, tmp_path, capsys):
+    settings = {**settings_for(tmp_path), "home": str(tmp_path) + "/home\rExecStartPre=+/bin/sh -c id\r#"}
+    result = run_module(apply.main, {**args(tmp_path), "settings": settings}, capsys)
+    assert result["failed"] is True
+    assert "llama_server_home (settings.home)" in result["msg"]
+    assert systemd.calls == []
