@@ -31,6 +31,7 @@ author:
 extends_documentation_fragment:
   - llamafleet.llamacpp.instance_settings
   - llamafleet.llamacpp.attributes
+  - llamafleet.llamacpp.attributes.action
 options:
   name:
     description: The instance's name (the unit C(llama-server-<name>.service), or the service C(<name>)).

@@ -25,14 +25,23 @@ author:
   - llamafleet maintainers (@llamafleet)
 extends_documentation_fragment:
   - llamafleet.llamacpp.attributes
+  - llamafleet.llamacpp.attributes.action
 options:
   preset:
     description:
       - The preset as a mapping of Loki keys (C(CTX), C(NGL), C(EXTRA_ARGS), ...) to values. Keys are
         case-insensitive. YAML booleans become C(on)/C(off), null becomes empty; lists and mappings are refused.
       - Applied over O(preset_file) when both are given.
+      - Its C(API_KEY) never reaches the host in this option, nor C(EXTERNAL_KEY). The controller side of the
+        module moves the key into O(api_key) and drops C(EXTERNAL_KEY), a remote API's key never read at launch.
     type: dict
     default: {}
+  api_key:
+    description:
+      - The API key the engine will be protected by (its C(API_KEY)), over the preset's; masked in every result
+        and log. The planner only needs to know there is one; the key itself never enters the plan.
+    type: str
+    default: ""
   preset_file:
     description:
       - Path, on the target, of a Loki C(config.env) preset (C(KEY=value) lines). Lets Loki presets be used

@@ -74,7 +74,7 @@ def test_the_preflight_runs_inside_the_image_and_quotes_the_engine(tmp_path, doc
 
 
 def test_image_and_binary_of_one_engine_plan_the_same(tmp_path, docker, engine_bin, model_path):
-    preset = {"CTX": 4096, "NGL": 999, "API_KEY": "unused", "SLOT_PERSIST": "on", "CACHE_RAM": 2048}
+    preset = {"CTX": 4096, "NGL": 999, "API_KEY": "unused-key-0", "SLOT_PERSIST": "on", "CACHE_RAM": 2048}
     image_args = _plan_args(tmp_path, docker, model_path, **preset)
     image_args["api_key_file"] = SECRET_PATH
     binary_args = dict(image_args, bin=engine_bin, cache_dir=str(tmp_path / "cache-bin"))

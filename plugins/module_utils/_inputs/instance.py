@@ -114,3 +114,23 @@ def step_errors(params: Mapping) -> list[str]:
                 "environment": params.get("environment") or {}, "api_key": params.get("api_key") or "",
                 "settings": params.get("preset") or {}}
     return settings_errors(params.get("settings") or {}) + instance_errors(instance, {})
+
+
+def plan_option_errors(params: Mapping, preset: Mapping) -> list[str]:
+    """llama_server_plan's options, as the instance step's are checked: the instance name, the environment, the
+    preset's secrets (their names, the key's form, key flags in EXTRA_ARGS) and the paths it reads and writes."""
+    errors = [why for why in [name_error(params["instance"])] if why] if params.get("instance") else []
+    problem = environment_problem(params.get("environment") or {})
+    if problem:
+        errors.append(f"environment: {problem}")
+    errors += preset_errors("the preset", preset)
+    key = str(preset.get("API_KEY") or "").strip()
+    if key and (problem := key_error("the preset (API_KEY)", key)):
+        errors.append(problem)
+    for option in ("home", "slot_dir", "cache_dir", "state_file", "model_dirs"):
+        values = params.get(option) or []
+        for value in [values] if isinstance(values, str) else values:
+            problem = grammar.path_problem(str(value))
+            if problem:
+                errors.append(f"{option} {str(value)!r}: {problem}; accepted: {grammar.PATH_FORM}")
+    return errors

@@ -93,3 +93,16 @@ def api_key_problem(key: str) -> str:
     if not API_KEY.fullmatch(key):
         return f"it may only hold {API_KEY_FORM}: the engine reads one key per line and treats ',' and '#' specially"
     return ""
+
+
+def preset_without_secrets(preset) -> tuple[dict, str]:
+    """A preset as it may travel to a host, and its API key apart ("" for none): API_KEY and EXTERNAL_KEY (a remote
+    API's key, never read at launch) out, in any case or surrounding blanks of their names."""
+    kept, key = {}, ""
+    for name, value in dict(preset or {}).items():
+        folded = str(name).strip().upper()
+        if folded == "API_KEY":
+            key = "" if value is None else str(value).strip()
+        elif folded != "EXTERNAL_KEY":
+            kept[name] = value
+    return kept, key

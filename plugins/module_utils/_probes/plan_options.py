@@ -21,6 +21,8 @@ class PlanOption:
 
 PLAN_OPTIONS = (
     PlanOption("preset", {"type": "dict", "default": {}}),
+    # The preset's API_KEY travels apart, masked (the controller side moves it here): over the preset's.
+    PlanOption("api_key", {"type": "str", "default": "", "no_log": True}),
     PlanOption("preset_file", {"type": "path"}),
     PlanOption("bin", {"type": "path"}),
     PlanOption("home", {"type": "path", "default": "/var/lib/llamafleet"}, "home"),

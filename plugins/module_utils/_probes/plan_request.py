@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils import planner
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.instance import plan_option_errors
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import unit_name
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import BY_NAME
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import (
@@ -89,6 +90,8 @@ def read_preset(params: Mapping) -> dict[str, str]:
         except (OSError, UnicodeDecodeError) as err:
             raise _Refused(f"cannot read preset_file {params['preset_file']}: {err}") from err
     preset.update(planner.normalize_preset(params.get("preset") or {}))
+    if params.get("api_key"):
+        preset["API_KEY"] = str(params["api_key"])
     return preset
 
 
@@ -128,6 +131,9 @@ def plan_from_params(params: Mapping, check_mode: bool) -> PlanOutcome:
     key = preset.get("API_KEY", "").strip()
     if key:
         secrets += [key, preset["API_KEY"]]
+    errors = plan_option_errors(params, preset)
+    if errors:
+        return PlanOutcome({"changed": False}, failure="; ".join(errors), secrets=secrets)
     result = {"changed": False, "port_conflict": "", "engine_runs": 0, "unset_environment": []}
     try:
         plan, probed, warnings, preflight = _planned(params, preset, check_mode, result)

@@ -52,3 +52,23 @@ def test_the_previous_state_file_gives_the_stable_ram_reading(tmp_path):
     assert plan_request.previous_ram_avail(str(state)) == 0
     assert plan_request.previous_ram_avail(str(tmp_path / "none.json")) == 0
     assert plan_request.previous_ram_avail(None) == 0
+
+
+def test_the_plan_module_alone_refuses_what_the_role_refuses(capsys):
+    cases = [
+        ({"instance": "main\n"}, "instance name 'main\\n'"),
+        ({"instance": "../../tmp/evil"}, "instance name '../../tmp/evil'"),
+        ({"environment": {"LLAMA_API_KEY": "k-top-secret"}}, "LLAMA_API_KEY names a key or a token"),
+        ({"preset": {"API-KEY": "k-top-secret"}}, "preset key 'API-KEY' looks like API_KEY"),
+        ({"preset": {"API_KEY": "k,top-secret"}}, "the preset (API_KEY): the API key is refused"),
+        ({"preset": {"EXTRA_ARGS": "--api_key k-top-secret"}}, "must not carry --api-key"),
+        ({"home": "/var/lib/x\rExecStartPre=/bin/sh"}, "home '/var/lib/x\\rExecStartPre=/bin/sh'"),
+        ({"model_dirs": ["/m", "/m/../etc"]}, "model_dirs '/m/../etc': it is not normalised"),
+    ]
+    for change, said in cases:
+        result = run_module(llama_server_plan.main, {"host_facts": FACTS, **change}, capsys)
+        assert result["failed"] is True, change
+        assert said in result["msg"], (change, result["msg"])
+        # The message never holds a key. (The module's invocation does hold an environment's values: no secret
+        # reaches the module that way, the controller side refuses it first, tests/unit/plugins/action.)
+        assert "k-top-secret" not in result["msg"]
