@@ -36,8 +36,9 @@ class CheckedModuleAction(ActionBase):
         args.update(preset=preset, api_key=key)
         errors = type(self).errors_of(args)
         if errors:
+            # No message names a key (and one too short to be a key could not be masked).
             result.update(failed=True, msg="; ".join(errors) + " (nothing was sent to the host)", errors=errors)
-            return scrub(result, key)
+            return result
         found = self._execute_module(module_name=self.MODULE, module_args=args, task_vars=task_vars or {})
         result.update(scrub(found, key))
         return result

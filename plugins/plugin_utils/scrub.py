@@ -6,12 +6,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.secrets import API_KEY_MIN
+
 MASK = "********"
 
 
 def scrub(value, *secrets: str):
-    """The value with every occurrence of each secret masked, through mappings and lists."""
+    """The value with every occurrence of each secret masked, through mappings and lists.
+
+    A secret shorter than a key may be (secrets.API_KEY_MIN) is refused: masking it would mask that text wherever
+    it stands, and the inputs' checks never let such a key through."""
     secrets = tuple(s for s in secrets if s)
+    short = [s for s in secrets if len(s) < API_KEY_MIN]
+    if short:
+        raise ValueError(f"scrub: a secret of {len(short[0])} characters is too short to be one (at least "
+                         f"{API_KEY_MIN}); it would mask that text everywhere")
     if not secrets:
         return value
     if isinstance(value, str):

@@ -113,3 +113,5 @@ def test_a_module_that_could_not_run_still_gives_a_row():
 def test_scrub():
     assert scrub({"a": [f"x{KEY}", 1, (KEY,)]}, KEY) == {"a": ["x********", 1, ["********"]]}
     assert scrub("text", "") == "text"
+    with pytest.raises(ValueError, match="a secret of 1 characters is too short"):
+        scrub("every e masked", "e")
