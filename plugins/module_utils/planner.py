@@ -37,6 +37,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.acces
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.argv_tokens import arg_value, has_any_flag
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.errors import PlanError
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.expectations import (
+    MODEL_FLAGS,
     Expectations,
     expectations,
 )
@@ -291,6 +292,7 @@ def _typed_draft(preset: dict[str, str], facts: HostFacts) -> _Draft:
     notes.extend(typed.notes)
     raw_extra = split_args(typed.values.get("EXTRA_ARGS", ""))
     _refuse_key_flags(raw_extra, table)
+    _refuse_model_flags(raw_extra, table)
     extra, extra_notes = normalize_extra(raw_extra, facts.help)
     check_extra_args(extra, table, facts.engine_devices)
     notes.extend(check_engine_environment(facts.arg_env, table, facts.engine_devices))
@@ -318,6 +320,22 @@ def _refuse_key_flags(raw_extra: list[str], table: FlagTable) -> None:
             key="EXTRA_ARGS",
             token=flag,
         )
+
+
+def _refuse_model_flags(raw_extra: list[str], table: FlagTable) -> None:
+    """-m/--model in EXTRA_ARGS (any spelling: ``--model=``, ``--model_``..., the engine's other names) would load
+    a file none of MODEL's checks saw (a .gguf file, in the allowed directories, on the host)."""
+    for word in raw_extra:
+        name = word.split("=", 1)[0] if word.startswith("-") else word
+        folded = name.replace("_", "-") if name.startswith("--") else name
+        spec = table.lookup(name) if table else None
+        if folded in MODEL_FLAGS or (spec is not None and set(spec.names) & set(MODEL_FLAGS)):
+            raise PlanError(
+                f"EXTRA_ARGS must not carry {name}: the model is the MODEL key, which is checked (a .gguf file in "
+                "the allowed model directories, present on the host); give the path as MODEL",
+                key="EXTRA_ARGS",
+                token=name,
+            )
 
 
 def _environment(draft: _Draft) -> None:

@@ -268,6 +268,14 @@ class TestApiKey:
             plan({"EXTRA_ARGS": extra}, facts(help=help_text))
         assert (caught.value.key, caught.value.token) == ("EXTRA_ARGS", "--api-key-file")
 
+    @pytest.mark.parametrize("help_text", [NEW_ENGINE, ""], ids=["known engine", "unknown engine"])
+    @pytest.mark.parametrize("extra", ["-m /etc/shadow", "--model /etc/shadow", "--model=/etc/shadow",
+                                       "-c 4096 -m=/srv/other.gguf"])
+    def test_a_model_in_extra_args_is_refused(self, extra, help_text):
+        with pytest.raises(PlanError, match="the model is the MODEL key") as caught:
+            plan({"EXTRA_ARGS": extra}, facts(help=help_text))
+        assert caught.value.key == "EXTRA_ARGS"
+
     def test_no_key_no_flag(self):
         p = plan({}, facts(help=NEW_ENGINE))
         assert "--api-key-file" not in p.argv
