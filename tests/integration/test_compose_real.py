@@ -166,3 +166,43 @@ def test_compose_config_fails_on_count_with_device_ids(tmp_path, docker):
     assert proc.returncode != 0
     assert "count" in proc.stderr
     assert "device_ids" in proc.stderr
+
+
+# Values of every kind a free-text field may hold: compose must read each back as it was meant, in its field.
+HOSTILE = ["\r", "\n", "a\rb", "$HOME", "${X:?boom}", "$$", "$", "\\", '"', "'", "#", ": x", "- x", "\u2028",
+           "\x1b[31m", "caf\u00e9 \U0001f600", "a" * 5000, "[x]", "{y}", "&anchor", "*alias", "!tag", "%Z", " ", "",
+           "yes", "0x10", "~", "null"]
+
+
+def _read_back(tmp_path, docker, text: str) -> dict:
+    compose_file = tmp_path / "chat.yaml"
+    compose_file.write_text(text, encoding="utf-8")
+    proc = subprocess.run(
+        [docker["compose_bin"], "--project-name", "llamafleet", "--file", str(compose_file), "config",
+         "--format", "json"],
+        capture_output=True, text=True, check=False, timeout=60,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "X": "set"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    # config writes a literal dollar as $$, so that its output reads again as it did.
+    return json.loads(proc.stdout.replace("$$", "$"))["services"]["chat"]
+
+
+def test_every_hostile_value_stays_in_its_field(tmp_path, docker):
+    from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.compose_file import (  # noqa: PLC0415
+        compose_file_text,
+    )
+
+    plan = {"argv": ARGV, "env": {}, "decisions": DECISIONS, "notes": [{"id": "n.1", "text": "plain"}]}
+    plain = _read_back(tmp_path, docker, compose_file_text("chat", plan, SPEC, "llamafleet"))
+    read = 0
+    for value in HOSTILE:
+        hostile_plan = {**plan, "argv": [*ARGV, "--alias", value], "notes": [{"id": "n.1", "text": value}]}
+        spec = dataclasses.replace(SPEC, environment={"NOTE": value}, health_command=("curl", value))
+        service = _read_back(tmp_path, docker, compose_file_text("chat", hostile_plan, spec, "llamafleet"))
+        assert sorted(service) == sorted(plain), repr(value)
+        assert service["command"][-2:] == ["--alias", value], repr(value)
+        assert service["environment"]["NOTE"] == value, repr(value)
+        assert service["healthcheck"]["test"][:3] == ["CMD", "curl", value], repr(value)
+        read += 1
+    assert read == len(HOSTILE)

@@ -104,7 +104,10 @@ def yaml_lines(value, depth: int = 0) -> list[str]:
 
 
 def _one_line(text) -> str:
-    return re.sub(r"\s+", " ", str(text))
+    """Free text as one comment line in ASCII: blanks (line breaks included) as one space, then every other
+    character outside printable ASCII escaped as in a double-quoted string. YAML parsers refuse control characters
+    even in comments (compose: "control characters are not allowed"), and some read U+2028 as a line break."""
+    return "".join(char if 0x20 <= ord(char) < 0x7F else _quoted(char)[1:-1] for char in " ".join(str(text).split()))
 
 
 def compose_file_text(name: str, plan: Mapping, spec: ServiceSpec, project: str,
@@ -122,5 +125,5 @@ def compose_file_text(name: str, plan: Mapping, spec: ServiceSpec, project: str,
 
 
 def note_comments(notes: Sequence[Mapping], warnings: Sequence[Mapping]) -> list[str]:
-    lines = [f"# [{note['id']}] {_one_line(note['text'])}" for note in notes]
-    return lines + [f"# warning [{note['id']}] {_one_line(note['text'])}" for note in warnings]
+    lines = [f"# [{_one_line(note['id'])}] {_one_line(note['text'])}" for note in notes]
+    return lines + [f"# warning [{_one_line(note['id'])}] {_one_line(note['text'])}" for note in warnings]

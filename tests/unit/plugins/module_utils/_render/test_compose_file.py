@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.compose_file import (
     compose_file_text,
+    note_comments,
     yaml_lines,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.compose_service import ServiceSpec
@@ -75,3 +76,8 @@ def test_the_file_has_the_notes_as_comments_then_the_service():
     service = yaml.safe_load(text)["services"]["main"]
     assert service["command"] == ["-m", "/m/a.gguf", "--host", "127.0.0.1", "--port", "8080"]
     assert service["volumes"][0]["source"] == "/m"
+
+
+def test_a_note_is_one_ascii_comment_line_whatever_it_holds():
+    lines = note_comments([{"id": "n.1", "text": "a\rb\x1b[31m caf\u00e9\u2028x \\ \"q\""}], [])
+    assert lines == ['# [n.1] a b\\u001b[31m caf\\u00e9 x \\ "q"']
