@@ -22,6 +22,7 @@ _FORMS = {
     "word": "one word: no blanks or control characters",
     "word or empty": "empty, or one word: no blanks or control characters",
     "command": "a command: its words valid UTF-8 without NUL (a program name or an absolute path first)",
+    "auto or switch": "auto, or a switch: true/false, yes/no, on/off, 1/0",
     "environment": f"variable names {grammar.ENV_NAME_FORM}, none that names a key or token, values valid UTF-8 "
                    "without NUL",
 }
@@ -64,7 +65,13 @@ def environment_problem(environment) -> str:
     return ""
 
 
+_SWITCH_WORDS = ("auto", "1", "true", "yes", "on", "0", "false", "no", "off")
+
+
 def _form_problem(form: str, value) -> str:
+    if form == "auto or switch":
+        # A misspelt word would silently mean "no" (no GPU rules, no reservation).
+        return "" if isinstance(value, bool) or str(value).strip().lower() in _SWITCH_WORDS else "it is neither"
     if form == "environment":
         return environment_problem(value)
     if form == "command":

@@ -25,7 +25,8 @@ class Setting:
     # The role's default when it derives from another of its variables (a Jinja expression); None = ``default``.
     role_default: str | None = None
     # What the value must look like beyond its type (_inputs/settings_check.py): "path", "path or empty",
-    # "account", "project", "word", "word or empty", "command", "environment"; "" = its type and choices say it all.
+    # "account", "project", "word", "word or empty", "command", "environment", "auto or switch"; "" = its type and
+    # choices say it all.
     form: str = ""
     bounds: tuple[float, float] | None = None  # the range of a number, both ends included
 
@@ -63,7 +64,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("engine_official", "bool", False),
     Setting("allow_open", "bool", False),
     # The systemd unit (nvidia also decides a compose service's GPU reservation).
-    Setting("nvidia", "raw", "auto"),
+    Setting("nvidia", "raw", "auto", form="auto or switch"),
     Setting("protect_home", "str", "yes", choices=("yes", "read-only", "tmpfs")),
     Setting("restart_sec", "int", 5, bounds=(0, 3600)),
     # 0 would turn systemd's stop timeout off: a stuck engine would hold a restart forever.

@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs import grammar
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import CUDA_ORDER, container_name
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.engine_inputs import (
     CONTAINER_NO_CONFIG_MOUNTS,
@@ -146,8 +147,10 @@ def _check(spec: ServiceSpec) -> None:
     if not _USER.match(spec.user):
         raise ComposeError(f"container user {spec.user!r}: expected numeric uid:gid")
     for path in (*spec.model_dirs, spec.slot_dir, spec.key_file):
-        if path and not path.startswith("/"):
-            raise ComposeError(f"{path!r}: host paths given to the compose runtime must be absolute")
+        why = grammar.path_problem(path) if path else ""
+        if why:
+            raise ComposeError(f"{path!r}: a host path given to the compose runtime: {why}; accepted: "
+                               f"{grammar.PATH_FORM}")
     for name in spec.environment:
         if not _ENV_NAME.match(str(name)):
             raise ComposeError(f"environment variable name {name!r}: expected [A-Za-z_][A-Za-z0-9_]*")

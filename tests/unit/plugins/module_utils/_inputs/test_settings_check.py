@@ -18,6 +18,7 @@ HOSTILE = {
     "project": ["Fleet", "-x", "a b", "x\n", ""],
     "word or empty": ["a b", "a\r", "a\n"],
     "command": [[], [""], ["a b"], ["/a/../b"], ["curl", "x\0"], ["curl", "\udcff"]],
+    "auto or switch": ["ture", "gpu", "", "2", ["auto"]],
     "environment": [{"1X": "v"}, {"A B": "v"}, {"X\n": "v"}, {"LLAMA_API_KEY": "k"}, {"HF_TOKEN": "t"},
                     {"LLAMA_ARG_API_KEY_FILE": "/etc/shadow"}, {"X": "v\0"}, {"X": "\udcff"}, "not a mapping"],
 }
