@@ -40,9 +40,14 @@ def key_error(owner: str, key) -> str:
 
 
 def preset_errors(owner: str, preset: Mapping) -> list[str]:
-    """A preset's secrets under other names, and secret flags in its EXTRA_ARGS (any spelling the engine reads)."""
+    """A preset's values that no file can hold, its secrets under other names, and secret flags in its EXTRA_ARGS
+    (any spelling the engine reads)."""
     errors = []
-    for key in preset:
+    for key, value in preset.items():
+        # Valid UTF-8 without NUL, at most 64 KiB a value: what a unit line and a compose file can hold.
+        why = grammar.text_problem(str(key)) or grammar.text_problem("" if value is None else str(value))
+        if why:
+            errors.append(f"{owner}: preset key {str(key)!r}: {why}")
         meant = secrets.misspelt_secret_key(str(key))
         if meant:
             errors.append(f"{owner}: preset key {str(key)!r} looks like {meant}, the one name a secret is taken "

@@ -36,6 +36,9 @@ CASES = [
     ("variable name with a newline", {"environment": {"X\nY": "1"}}, "the name 'X\\nY' is not a variable name"),
     ("NUL in a value", {"environment": {"X": "a\0"}}, "the value of X: it holds a NUL"),
     ("unknown preset", {"preset": "nope"}, "preset 'nope' is not in llama_server_presets"),
+    ("not UTF-8", {"settings": {"EXTRA_ARGS": "--alias \udcff"}}, "preset key 'EXTRA_ARGS': it is not valid UTF-8"),
+    ("NUL in a preset value", {"settings": {"CTX": "4096\0"}}, "preset key 'CTX': it holds a NUL"),
+    ("over 64 KiB", {"settings": {"EXTRA_ARGS": "--alias " + "a" * 70000}}, "(at most 65536)"),
 ]
 
 
