@@ -14,6 +14,7 @@ import posixpath
 import re
 from collections.abc import Mapping, Sequence
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs import grammar
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.instance import instances_errors
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.settings_check import settings_errors
 
@@ -52,8 +53,9 @@ def model_files(models, models_dir: str) -> list:
             raise RoleInputError(f"model_files: model {position} needs a url and a checksum")
         url = str(model["url"])
         name = str(model.get("name") or posixpath.basename(url.split("?", 1)[0].split("#", 1)[0]))
-        if not name or "/" in name or name in (".", ".."):
-            raise RoleInputError(f"model_files: model {position} ({url}) gives no usable file name; set its name")
+        if not name or "/" in name or name in (".", "..") or grammar.path_problem("/" + name):
+            raise RoleInputError(f"model_files: model {position} ({url}) gives no usable file name ({name!r}); set "
+                                 "its name: letters, digits and . _ + @ ~ , : = % - (no / or blank)")
         files.append({"url": url, "checksum": str(model["checksum"]), "path": f"{models_dir}/{name}"})
     return files
 

@@ -55,6 +55,10 @@ CASES = [
     ("relative engine", {"engine_bin": "bin/llama-server"}, "llama_server_engine_bin must be an absolute path"),
     ("model without checksum", {"models": [{"url": "https://h/m.gguf"}]},
      "llama_server_models: model 0 needs a url and a checksum"),
+    ("model name with a newline", {"models": [{"url": "https://h/m.gguf", "checksum": "c", "name": "m\n.gguf"}]},
+     "gives no usable file name ('m\\n.gguf')"),
+    ("model name with a slash", {"models": [{"url": "https://h/m.gguf", "checksum": "c", "name": "../m.gguf"}]},
+     "gives no usable file name"),
     ("instances not a list", {"instances": {"name": "a"}}, "llama_server_instances must be a list"),
     ("presets not a mapping", {"presets": ["x"]}, "llama_server_presets must be a mapping"),
 ]
