@@ -26,6 +26,7 @@ author:
 extends_documentation_fragment:
   - llamafleet.llamacpp.instance_settings
   - llamafleet.llamacpp.attributes
+  - llamafleet.llamacpp.attributes.action
 options:
   instances:
     description:

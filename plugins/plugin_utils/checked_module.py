@@ -20,25 +20,32 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.secret
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.scrub import scrub
 
 
+def key_apart(args: dict) -> tuple[dict, list[str]]:
+    """The options with a preset's API_KEY moved to ``api_key`` (the option wins) and EXTERNAL_KEY dropped; the
+    secrets to mask in the result."""
+    preset, key = preset_without_secrets(args.get("preset") or {})
+    key = str(args.get("api_key") or "") or key
+    return {**args, "preset": preset, "api_key": key}, [key]
+
+
 class CheckedModuleAction(ActionBase):
-    """Subclasses name their ``MODULE`` and how its options are checked (``errors_of``)."""
+    """Subclasses name their ``MODULE``, how its options are checked (``errors_of``) and made ready to travel
+    (``prepare``: the options and the secrets to mask)."""
 
     TRANSFERS_FILES = False
     MODULE = ""
     errors_of: Callable[[Mapping], list[str]]
+    prepare: Callable[[dict], tuple[dict, list[str]]] = staticmethod(key_apart)
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
-        args = dict(self._task.args)
-        preset, key = preset_without_secrets(args.get("preset") or {})
-        key = str(args.get("api_key") or "") or key
-        args.update(preset=preset, api_key=key)
+        args, secrets = type(self).prepare(dict(self._task.args))
         errors = type(self).errors_of(args)
         if errors:
             # No message names a key (and one too short to be a key could not be masked).
             result.update(failed=True, msg="; ".join(errors) + " (nothing was sent to the host)", errors=errors)
             return result
         found = self._execute_module(module_name=self.MODULE, module_args=args, task_vars=task_vars or {})
-        result.update(scrub(found, key))
+        result.update(scrub(found, *secrets))
         return result

@@ -6,7 +6,11 @@ import json
 
 import pytest
 
-from ansible_collections.llamafleet.llamacpp.plugins.action import llama_server_apply, llama_server_plan
+from ansible_collections.llamafleet.llamacpp.plugins.action import (
+    llama_server_apply,
+    llama_server_judge,
+    llama_server_plan,
+)
 from tests.unit.support import actions
 
 KEY = "k-checked-secret"
@@ -43,6 +47,10 @@ def test_the_option_wins_over_the_preset():
         (llama_server_apply, {"name": "../../tmp/evil"}, "instance name '../../tmp/evil'"),
         (llama_server_apply, {"name": "main", "environment": {"HF_TOKEN": KEY}}, "HF_TOKEN names a key"),
         (llama_server_apply, {"name": "main", "settings": {"user": "root\\"}}, "llama_server_user"),
+        (llama_server_judge, {"instances": [{"name": "main", "preset": {"API_KEY": KEY}}]},
+         "a preset travels without API_KEY"),
+        (llama_server_judge, {"instances": [{"name": "a b", "preset": {}}]}, "instance name 'a b'"),
+        (llama_server_judge, {"instances": [], "settings": {"home": "rel"}}, "llama_server_home"),
     ],
 )
 def test_refused_before_anything_is_sent(plugin, args, said):
@@ -50,4 +58,13 @@ def test_refused_before_anything_is_sent(plugin, args, said):
     assert calls == []
     assert result["failed"] is True
     assert said in result["msg"]
+    assert KEY not in json.dumps(result)
+
+
+def test_the_judge_alone_masks_its_keys():
+    result, [(name, module_args, _vars)] = actions.run_action(
+        llama_server_judge, {"instances": [{"name": "main", "preset": {"CTX": "4096"}}], "keys": {"main": KEY}},
+        {"llamafleet.llamacpp.llama_server_judge": {"current": False, "why": [f"engine said {KEY}"]}})
+    assert (name, module_args["keys"]) == ("llamafleet.llamacpp.llama_server_judge", {"main": KEY})
+    assert "preset" not in module_args or module_args["preset"] == {}
     assert KEY not in json.dumps(result)
