@@ -79,35 +79,37 @@ options:
         choices: ["yes", read-only, tmpfs]
         default: "yes"
       restart_sec:
-        description: The unit's C(RestartSec=).
+        description: The unit's C(RestartSec=). From 0 to 3600.
         type: int
         default: 5
       stop_timeout_s:
-        description: The unit's C(TimeoutStopSec=), and a container's stop grace period.
+        description: The unit's C(TimeoutStopSec=), and a container's stop grace period. From 1 to 3600.
         type: int
         default: 30
       limit_nofile:
-        description: The unit's C(LimitNOFILE=).
+        description: The unit's C(LimitNOFILE=). From 1024 to 1048576.
         type: int
         default: 65536
       health_timeout_base_s:
-        description: Seconds a (re)started instance may take to answer C(/health) 200, before the model's share.
+        description:
+          - Seconds a (re)started instance may take to answer C(/health) 200, before the model's share. From 1 to
+            86400.
         type: int
         default: 60
       health_timeout_per_gib_s:
-        description: Further seconds per GiB of model.
+        description: Further seconds per GiB of model. From 0 to 3600.
         type: int
         default: 20
       health_listen_timeout_s:
-        description: How long nothing may listen after a start before it counts as failed.
+        description: How long nothing may listen after a start before it counts as failed. From 1 to 3600.
         type: int
         default: 30
       health_delay_s:
-        description: Seconds between two C(/health) readings.
+        description: Seconds between two C(/health) readings. From 0 to 60.
         type: float
         default: 2.0
       journal_lines:
-        description: How many lines of a failed engine's journal (or container log) are reported.
+        description: How many lines of a failed engine's journal (or container log) are reported. From 1 to 10000.
         type: int
         default: 40
       image:
@@ -149,11 +151,11 @@ options:
         elements: str
         default: [curl, --fail, --silent, --show-error, --output, /dev/null, --max-time, "4"]
       compose_log_lines:
-        description: Compose. Lines of a failed container's log that are reported.
+        description: Compose. Lines of a failed container's log that are reported. From 1 to 10000.
         type: int
         default: 40
       compose_nofile:
-        description: Compose. The container's open-files limit; 0 keeps the daemon's.
+        description: Compose. The container's open-files limit; 0 keeps the daemon's. From 0 to 1048576.
         type: int
         default: 0
 """

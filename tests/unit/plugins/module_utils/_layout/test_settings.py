@@ -61,6 +61,18 @@ def test_the_doc_fragment_is_the_table():
             setting.type, _plain(setting.default), setting.elements, setting.choices), setting.name
 
 
+def _text(description) -> str:
+    text = " ".join(description) if isinstance(description, list) else description
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize("setting", [s for s in SETTINGS if s.bounds], ids=[s.name for s in SETTINGS if s.bounds])
+def test_the_docs_give_a_numbers_range(setting):
+    said = f"From {setting.bounds[0]:g} to {setting.bounds[1]:g}."
+    assert said in _text(FRAGMENT["suboptions"][setting.name]["description"])
+    assert said in _text(ROLE_SPECS[setting.role_variable]["description"])
+
+
 def test_the_spec_hands_out_fresh_defaults():
     first, second = settings_spec(), settings_spec()
     first["options"]["environment"]["default"]["X"] = "1"
