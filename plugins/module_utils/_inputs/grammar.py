@@ -78,9 +78,14 @@ def name_problem(pattern: re.Pattern, text: str) -> str:
     return "" if pattern.fullmatch(text) else "it does not have that form"
 
 
+def number_text(number: float) -> str:
+    """A bound as people write it: 1048576, 0.5 (not 1.04858e+06)."""
+    return str(int(number)) if float(number).is_integer() else repr(float(number))
+
+
 def int_problem(value: object, low: float, high: float) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return "it is not a number"
     if not low <= value <= high:
-        return f"it is outside {low:g} to {high:g}"
+        return f"it is outside {number_text(low)} to {number_text(high)}"
     return ""

@@ -97,7 +97,7 @@ def setting_problem(setting: Setting, value) -> str:
     if setting.bounds is not None:
         why = grammar.int_problem(value, *setting.bounds)
         low, high = setting.bounds
-        form = f"a number from {low:g} to {high:g}"
+        form = f"a number from {grammar.number_text(low)} to {grammar.number_text(high)}"
     elif setting.form:
         why, form = _form_problem(setting.form, value), _FORMS[setting.form]
     else:

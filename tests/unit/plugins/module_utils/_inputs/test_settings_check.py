@@ -45,7 +45,8 @@ def test_a_hostile_value_is_refused_naming_the_setting(name, value):
 
 def test_the_limits_are_the_ones_systemd_needs():
     assert "outside 1 to 3600" in setting_problem(BY_NAME["stop_timeout_s"], 0)  # TimeoutStopSec=0: no timeout
-    assert "outside 1024 to" in setting_problem(BY_NAME["limit_nofile"], 0)
+    assert "outside 1024 to 1048576; accepted: a number from 1024 to 1048576" in setting_problem(
+        BY_NAME["limit_nofile"], 0)
 
 
 def test_an_environment_value_is_never_shown():

@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from ansible_collections.llamafleet.llamacpp.plugins.doc_fragments.instance_settings import ModuleDocFragment
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.grammar import number_text
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import (
     SETTINGS,
     defaults,
@@ -68,7 +69,7 @@ def _text(description) -> str:
 
 @pytest.mark.parametrize("setting", [s for s in SETTINGS if s.bounds], ids=[s.name for s in SETTINGS if s.bounds])
 def test_the_docs_give_a_numbers_range(setting):
-    said = f"From {setting.bounds[0]:g} to {setting.bounds[1]:g}."
+    said = f"From {number_text(setting.bounds[0])} to {number_text(setting.bounds[1])}."
     assert said in _text(FRAGMENT["suboptions"][setting.name]["description"])
     assert said in _text(ROLE_SPECS[setting.role_variable]["description"])
 
