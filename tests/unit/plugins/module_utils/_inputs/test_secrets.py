@@ -44,8 +44,8 @@ def test_the_engines_own_other_names_count():
 
 
 def test_flags_in_words():
-    assert secret_flags_in(["-c", "4096", "--api_key", "x", "--api-key=y", "-hft", "t"]) == ["--api-key",
-                                                                                           "--hf-token"]
+    words = ["-c", "4096", "--api_key", "x", "--api-key=y", "-hft", "t"]
+    assert secret_flags_in(words) == ["--api-key", "--hf-token"]
 
 
 @pytest.mark.parametrize(
