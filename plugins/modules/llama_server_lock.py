@@ -32,7 +32,7 @@ options:
     type: path
     default: /run/llamafleet/rollout.lock
   lease_s:
-    description: Seconds after which a lock taken by another controller counts as abandoned.
+    description: Seconds after which a lock taken by another controller counts as abandoned. From 60 to 604800.
     type: int
     default: 21600
   holder:
@@ -90,6 +90,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.ro
     holder_id,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import (  # noqa: E402
+    LOCK_LEASE_BOUNDS,
     LOCK_LEASE_S,
     LOCK_PATH,
 )
@@ -107,6 +108,9 @@ def main() -> None:
         supports_check_mode=True,
     )
     params = module.params
+    low, high = LOCK_LEASE_BOUNDS
+    if not low <= params["lease_s"] <= high:
+        module.fail_json(msg=f"lease_s={params['lease_s']}: a lease is from {low} to {high} seconds")
     path = params["path"]
     me = {str(k): v for k, v in params["holder"].items()}
     os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)

@@ -107,6 +107,18 @@ SPEC = ServiceSpec(name="chat", image="ghcr.io/ggml-org/llama.cpp:server-cuda", 
                    key_file="/etc/llamafleet/credentials/chat.key", environment={"NOTE": "costs $5"})
 
 
+def _compose_config(tmp_path, docker, text: str, **environment) -> subprocess.CompletedProcess:
+    """compose v2's own ``config --format json`` of one file, with only these variables (and PATH, HOME) set."""
+    compose_file = tmp_path / "chat.yaml"
+    compose_file.write_text(text, encoding="utf-8")
+    return subprocess.run(
+        [docker["compose_bin"], "--project-name", "llamafleet", "--file", str(compose_file), "config",
+         "--format", "json"],
+        capture_output=True, text=True, check=False, timeout=60,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **environment},
+    )
+
+
 @pytest.mark.parametrize(
     ("gpus", "selection", "expected"),  # expected: (the reservation, the container's CUDA_VISIBLE_DEVICES)
     [
@@ -126,15 +138,9 @@ def test_rendered_file_passes_compose_config(tmp_path, docker, gpus, selection, 
     devices, container_selection = expected
     spec = dataclasses.replace(SPEC, gpus=gpus, gpu_selection=selection)
     plan_env = {"CUDA_VISIBLE_DEVICES": selection, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"} if selection else {}
-    compose_file = tmp_path / "chat.yaml"
-    compose_file.write_text(yaml.safe_dump(compose_fragment(ARGV, plan_env, DECISIONS, spec), sort_keys=False))
-    proc = subprocess.run(
-        [docker["compose_bin"], "--project-name", "llamafleet", "--file", str(compose_file), "config",
-         "--format", "json"],
-        capture_output=True, text=True, check=False, timeout=60,
-        # Variables the file's "$USER-${HOME}" would pick up if compose interpolated it.
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "USER": "intruder"},
-    )
+    # With the variables the file's "$USER-${HOME}" would pick up if compose interpolated it.
+    proc = _compose_config(tmp_path, docker, yaml.safe_dump(compose_fragment(ARGV, plan_env, DECISIONS, spec),
+                                                             sort_keys=False), USER="intruder")
     assert proc.returncode == 0, proc.stderr
     service = json.loads(proc.stdout)["services"]["chat"]
     # config prints a file compose can read again, so a literal dollar comes back as $$; interpolated, the
@@ -175,14 +181,7 @@ HOSTILE = ["\r", "\n", "a\rb", "$HOME", "${X:?boom}", "$$", "$", "\\", '"', "'",
 
 
 def _read_back(tmp_path, docker, text: str) -> dict:
-    compose_file = tmp_path / "chat.yaml"
-    compose_file.write_text(text, encoding="utf-8")
-    proc = subprocess.run(
-        [docker["compose_bin"], "--project-name", "llamafleet", "--file", str(compose_file), "config",
-         "--format", "json"],
-        capture_output=True, text=True, check=False, timeout=60,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "X": "set"},
-    )
+    proc = _compose_config(tmp_path, docker, text, X="set")
     assert proc.returncode == 0, proc.stderr
     # config writes a literal dollar as $$, so that its output reads again as it did.
     return json.loads(proc.stdout.replace("$$", "$"))["services"]["chat"]

@@ -18,6 +18,8 @@ CREDENTIALS_RUN_DIR = "/run/credentials"
 # One rollout at a time per host; a lock older than the lease counts as abandoned.
 LOCK_PATH = "/run/llamafleet/rollout.lock"
 LOCK_LEASE_S = 21600
+# A lease too short lets a second rollout take a lock that is still used; one too long blocks a host for days.
+LOCK_LEASE_BOUNDS = (60, 604800)
 # Written into an engine archive's install directory once it is unpacked: {url, checksum, bin}.
 ENGINE_MARKER = ".llamafleet-engine.json"
 # Under the models directory: one marker per verified model file.

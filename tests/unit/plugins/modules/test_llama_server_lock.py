@@ -49,7 +49,15 @@ def test_a_gone_or_expired_holder_is_taken_over(tmp_path, capsys):
     assert (taken["changed"], taken["previous"]["pid"], taken["holder"]["pid"]) == (True, 100, 200)
     path = tmp_path / "run" / "rollout.lock"
     path.write_text(json.dumps({**ME, "taken": int(time.time()) - 100}))
-    assert take(tmp_path, capsys, OTHER, lease_s=50)["previous"]["pid"] == 100
+    assert take(tmp_path, capsys, OTHER, lease_s=60)["previous"]["pid"] == 100
+
+
+def test_a_lease_out_of_range_is_refused_before_the_lock_is_read(tmp_path, capsys):
+    for lease in (0, -1, 59, 604801):
+        refused = take(tmp_path, capsys, ME, lease_s=lease)
+        assert refused["failed"] is True
+        assert refused["msg"] == f"lease_s={lease}: a lease is from 60 to 604800 seconds"
+    assert not (tmp_path / "run").exists()
 
 
 def test_check_mode_refuses_but_writes_nothing(tmp_path, capsys):
