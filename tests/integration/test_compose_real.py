@@ -139,8 +139,8 @@ def test_rendered_file_passes_compose_config(tmp_path, docker, gpus, selection, 
     spec = dataclasses.replace(SPEC, gpus=gpus, gpu_selection=selection)
     plan_env = {"CUDA_VISIBLE_DEVICES": selection, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"} if selection else {}
     # With the variables the file's "$USER-${HOME}" would pick up if compose interpolated it.
-    proc = _compose_config(tmp_path, docker, yaml.safe_dump(compose_fragment(ARGV, plan_env, DECISIONS, spec),
-                                                             sort_keys=False), USER="intruder")
+    text = yaml.safe_dump(compose_fragment(ARGV, plan_env, DECISIONS, spec), sort_keys=False)
+    proc = _compose_config(tmp_path, docker, text, USER="intruder")
     assert proc.returncode == 0, proc.stderr
     service = json.loads(proc.stdout)["services"]["chat"]
     # config prints a file compose can read again, so a literal dollar comes back as $$; interpolated, the
