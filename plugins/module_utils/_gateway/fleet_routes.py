@@ -1,0 +1,161 @@
+# Copyright: (c) 2026, llamafleet maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the gateway routes: the fleet's running instances grouped by the model name their engine lists.
+
+Pure. The rows come from the fleet's report (what runs: the engine's ``/props`` gives its slot count and model
+name), each with the address the gateway reaches its host at. An instance that cannot take traffic through a
+gateway (failed, absent, listening on loopback or a UNIX socket) is left out with a note; a model whose replicas
+disagree on their API key is refused, since HAProxy sets one Authorization header per backend.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.secrets import api_key_problem
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.listen import listen_addresses, loopback_only
+
+# A model name as it goes into the proxy's configuration (ACL patterns, a JSON answer): what llama-server's
+# --alias values and model file names look like, without blanks, quotes, backslashes, "#" or "%".
+MODEL_NAME = re.compile(r"[A-Za-z0-9/][A-Za-z0-9._:/@+=-]{0,199}")
+MODEL_NAME_FORM = "letters, digits and . _ : / @ + = - (a letter, digit or / first, at most 200 characters)"
+# A host name the proxy resolves at start (RFC 1123 labels).
+_HOST_NAME = re.compile(r"(?=.{1,253}\Z)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}"
+                        r"[A-Za-z0-9])?)*")
+# HAProxy proxy and server names: letters, digits and _ . : - only.
+_PROXY_NAME_CHAR = re.compile(r"[^A-Za-z0-9_.:-]")
+# The report's state of an instance whose engine runs its plan and answered /health and /props. A failed one stays
+# out of rotation, even when its rollback restored the previous unit: the next run that deploys it puts it back.
+_SERVING_STATES = ("deployed",)
+
+
+@dataclass(frozen=True)
+class Server:
+    """One running instance, as the gateway sends requests to it."""
+
+    host: str  # the inventory host
+    instance: str
+    address: str  # where the gateway connects
+    port: int
+    slots: int  # requests it takes at once; the rest wait in the gateway's queue
+    model: str  # the name its engine lists in /v1/models
+    key: str = field(default="", repr=False)  # its API key ("" when it has none)
+
+    @property
+    def name(self) -> str:
+        return proxy_name(f"{self.host}:{self.instance}")
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    backend: str  # the proxy's backend name
+    servers: tuple[Server, ...]
+    key: str = field(default="", repr=False)
+
+
+@dataclass
+class Routes:
+    models: list[Model] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def model(self, name: str) -> Model | None:
+        return next((model for model in self.models if model.name == name), None)
+
+
+def proxy_name(text: str) -> str:
+    """A name HAProxy accepts for a backend or server: the text itself when it only holds allowed characters, else
+    its allowed form with a short digest of the original (two different texts never share a name)."""
+    cleaned = _PROXY_NAME_CHAR.sub("_", text)
+    if cleaned == text and len(text) <= 100:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{cleaned[:90]}-{digest}"
+
+
+def address_problem(address: str) -> str:
+    """Why the proxy could not connect to this address ("" when it can)."""
+    try:
+        ipaddress.ip_address(address)
+        return ""
+    except ValueError:
+        pass
+    return "" if _HOST_NAME.fullmatch(address) else "it is neither an IP address nor a host name"
+
+
+def server_address(listen_host: str, host_address: str) -> str:
+    """Where the gateway reaches an engine: its own listen address when it names one address, else (all addresses,
+    0.0.0.0 or ::) the host's address in the inventory."""
+    addresses = listen_addresses(listen_host)
+    first = addresses[0].strip("[]")
+    try:
+        unspecified = ipaddress.ip_address(first).is_unspecified
+    except ValueError:
+        unspecified = False
+    return host_address if unspecified or len(addresses) > 1 else first
+
+
+def _int(value) -> int:
+    if isinstance(value, bool):
+        return 0
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        return 0
+
+
+def server_from_row(host: str, host_address: str, row: Mapping, key: str = "") -> tuple[Server | None, str]:
+    """The server a report row gives the gateway, or why it gives none (a note, or an error prefixed "error: ")."""
+    where = f"{host}/{row.get('instance', '?')}"
+    state = str(row.get("state") or "")
+    if state not in _SERVING_STATES:
+        return None, f"{where} is left out: its state is {state or 'unknown'}"
+    listen = str(row.get("host") or "")
+    if loopback_only(listen):
+        return None, f"{where} is left out: it listens on {listen} only, which no gateway on another host reaches"
+    address = server_address(listen, host_address)
+    problem = address_problem(address)
+    if problem:
+        return None, f"error: {where}: the address {address!r} cannot be a proxy server's: {problem}"
+    port = _int(row.get("port"))
+    if not 0 < port < 65536:
+        return None, f"error: {where}: its port {row.get('port')!r} is not a TCP port"
+    slots = _int(row.get("slots"))
+    if slots < 1:
+        return None, f"{where} is left out: its engine did not say how many slots it has (/props total_slots)"
+    model = str(row.get("model_name") or "")
+    if not MODEL_NAME.fullmatch(model):
+        return None, (f"error: {where}: its engine lists the model as {model!r}, which the gateway cannot route "
+                      f"by; give the instance a name with --alias in {MODEL_NAME_FORM}")
+    if key and api_key_problem(key):
+        return None, f"error: {where}: its API key cannot be sent by the gateway: {api_key_problem(key)}"
+    return Server(host=host, instance=str(row.get("instance")), address=address, port=port, slots=slots,
+                  model=model, key=key), ""
+
+
+def routes(servers: Iterable[Server], notes: Iterable[str] = ()) -> Routes:
+    """The servers grouped by model, in a stable order (model name, then host and instance)."""
+    result = Routes(notes=list(notes))
+    by_model: dict[str, list[Server]] = {}
+    for server in servers:
+        by_model.setdefault(server.model, []).append(server)
+    for name in sorted(by_model):
+        members = sorted(by_model[name], key=lambda server: (server.host, server.instance))
+        keys = {server.key for server in members}
+        if len(keys) > 1:
+            hosts = ", ".join(f"{server.host}/{server.instance}" for server in members)
+            result.errors.append(f"the replicas of model {name!r} ({hosts}) have different API keys: the gateway "
+                                 "sends one key per model; give them the same key")
+            continue
+        names = [server.name for server in members]
+        if len(set(names)) != len(names):
+            result.errors.append(f"model {name!r} lists the same instance twice: {', '.join(names)}")
+            continue
+        result.models.append(Model(name=name, backend=proxy_name(f"model_{name}"), servers=tuple(members),
+                                   key=keys.pop()))
+    return result

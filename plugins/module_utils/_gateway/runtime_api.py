@@ -1,0 +1,115 @@
+# Copyright: (c) 2026, llamafleet maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the gateway's runtime API says, and what to do with a server before and after its engine restarts.
+
+Pure: the commands as text, the answers parsed, the decisions taken from them. The socket itself is read and
+written by ``_converge/gateway.py``.
+
+A server is drained (``set server B/S state drain``): it takes no new request, and the ones it holds finish.
+Its requests in flight are HAProxy's current sessions for it (``scur`` in ``show stat``). Back in rotation
+(``state ready``), its health is set up at once: the rollout has just seen /health and /props answer, so it
+need not wait for the next check.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+# What HAProxy says of a server's status in show stat: "UP", "DOWN", "DRAIN", "MAINT", "MAINT (via ...)",
+# "UP 1/2" (going down), "DOWN 1/2" (going up), "NOLB", "no check".
+_UP = re.compile(r"UP( \d+/\d+)?\Z|no check\Z")
+# The names this module sends: HAProxy proxy and server names (fleet_routes.proxy_name), nothing else.
+_PROXY_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,200}")
+
+
+@dataclass(frozen=True)
+class ServerState:
+    backend: str
+    server: str
+    status: str  # HAProxy's words
+    in_flight: int  # scur: requests it holds now
+    queued: int  # qcur: requests waiting for this server itself
+
+    @property
+    def serving(self) -> bool:
+        """Takes new requests: up by its checks, not drained, not in maintenance."""
+        return bool(_UP.match(self.status))
+
+    @property
+    def held_out(self) -> bool:
+        """Taken out of rotation on purpose (drain or maintenance), as opposed to down by its checks."""
+        return self.status.startswith(("DRAIN", "MAINT"))
+
+
+def _number(text: str) -> int:
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return 0
+
+
+def parse_stat(text: str) -> list[ServerState]:
+    """The servers of ``show stat`` (its CSV; the frontend and backend rows left out)."""
+    lines = text.splitlines()
+    if not lines or not lines[0].startswith("# "):
+        raise ValueError(f"not the answer of show stat: {text[:200]!r}")
+    reader = csv.DictReader([lines[0][2:], *lines[1:]])
+    states = []
+    for row in reader:
+        name = row.get("svname") or ""
+        if name in ("FRONTEND", "BACKEND") or not name:
+            continue
+        states.append(ServerState(backend=row.get("pxname") or "", server=name, status=row.get("status") or "",
+                                  in_flight=_number(row.get("scur") or ""), queued=_number(row.get("qcur") or "")))
+    return states
+
+
+def command(action: str, backend: str, server: str) -> str:
+    """One runtime API command for one server: "drain", "ready" (back in rotation) or "up" (its health)."""
+    for name in (backend, server):
+        if not _PROXY_NAME.fullmatch(name):
+            raise ValueError(f"{name!r} is not a HAProxy proxy or server name")
+    if action == "drain":
+        return f"set server {backend}/{server} state drain"
+    if action == "ready":
+        return f"set server {backend}/{server} state ready"
+    if action == "up":
+        return f"set server {backend}/{server} health up"
+    raise ValueError(f"unknown action {action!r}")
+
+
+def find(states: Iterable[ServerState], server: str) -> list[ServerState]:
+    """Every backend's entry for this server name (an instance serves one model, so at most one in practice)."""
+    return [state for state in states if state.server == server]
+
+
+def may_drain(states: Iterable[ServerState], target: ServerState) -> tuple[bool, str]:
+    """Whether the target may leave rotation now, and why not.
+
+    A model with other replicas keeps one in rotation: while every other replica is held out on purpose (another
+    rollout drained it, and it will come back), the target waits. Replicas that are down by their checks do not
+    count: they could not serve anyway. A single replica is drained: its requests wait in the gateway meanwhile.
+    """
+    others = [state for state in states if state.backend == target.backend and state.server != target.server]
+    if not others or any(state.serving for state in others):
+        return True, ""
+    held = [state.server for state in others if state.held_out]
+    if held:
+        return False, (f"every other replica of {target.backend} is out of rotation ({', '.join(held)}); "
+                       "waiting for one to come back")
+    return True, ""
+
+
+def drained_words(server: str, waited_s: float, left: int, timeout_s: int) -> str:
+    """What the report says of a drain."""
+    if left:
+        return (f"{server}: {left} request(s) still in flight after the drain timeout ({timeout_s} s); "
+                "restarting anyway")
+    return f"{server}: drained, no request in flight (waited {waited_s:.1f} s)"
+
+
+def by_key(states: Iterable[ServerState]) -> Mapping[tuple[str, str], ServerState]:
+    return {(state.backend, state.server): state for state in states}

@@ -1,0 +1,83 @@
+"""The runtime API's answers and the drain decisions (runtime_api.py)."""
+
+import pytest
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import runtime_api
+
+# Captured from HAProxy 2.6.12 (Debian bookworm), `show stat`, first columns only.
+STAT = """# pxname,svname,qcur,qmax,scur,smax,slim,stot,status
+llamafleet,FRONTEND,,,1,3,4096,40,OPEN
+model_gemma,h1:main,0,0,2,2,2,17,UP
+model_gemma,h2:main,1,1,0,2,2,9,DRAIN
+model_gemma,BACKEND,0,0,2,2,410,26,UP
+model_qwen,h1:qwen,0,0,0,1,1,3,DOWN
+model_qwen,h2:qwen,0,0,0,1,1,3,MAINT (via model_qwen/h1:qwen)
+"""
+
+
+def test_parse_stat():
+    states = runtime_api.parse_stat(STAT)
+    assert [(s.backend, s.server, s.status, s.in_flight, s.queued) for s in states] == [
+        ("model_gemma", "h1:main", "UP", 2, 0), ("model_gemma", "h2:main", "DRAIN", 0, 1),
+        ("model_qwen", "h1:qwen", "DOWN", 0, 0), ("model_qwen", "h2:qwen", "MAINT (via model_qwen/h1:qwen)", 0, 0)]
+    assert [s.serving for s in states] == [True, False, False, False]
+    assert [s.held_out for s in states] == [False, True, False, True]
+
+
+@pytest.mark.parametrize("text", ["", "Unknown command\n", "pxname,svname\n"])
+def test_parse_stat_refuses_other_answers(text):
+    with pytest.raises(ValueError, match="not the answer of show stat"):
+        runtime_api.parse_stat(text)
+
+
+@pytest.mark.parametrize(
+    ("action", "backend", "server", "line"),
+    [("drain", "model_gemma", "h1:main", "set server model_gemma/h1:main state drain"),
+     ("ready", "model_gemma", "h1:main", "set server model_gemma/h1:main state ready"),
+     ("up", "model_gemma", "h1:main", "set server model_gemma/h1:main health up"),
+     ("drain", "model_gemma", "h1:main\nshutdown sessions", None), ("drain", "model gemma", "h1", None),
+     ("drain", "model_gemma", "h1;show", None), ("stop", "model_gemma", "h1", None)],
+)
+def test_command(action, backend, server, line):
+    if line is None:
+        with pytest.raises(ValueError, match=r"not a HAProxy proxy or server name|unknown action"):
+            runtime_api.command(action, backend, server)
+    else:
+        assert runtime_api.command(action, backend, server) == line
+
+
+def _state(server, status, backend="model_gemma"):
+    return runtime_api.ServerState(backend=backend, server=server, status=status, in_flight=0, queued=0)
+
+
+@pytest.mark.parametrize(
+    ("others", "may"),
+    [
+        ([], True),  # a single replica: its requests wait in the gateway
+        (["UP"], True),
+        (["UP 1/2"], True),  # going down, still serving
+        (["DRAIN"], False),  # another rollout holds the only other replica out: wait for it
+        (["MAINT"], False),
+        (["DRAIN", "UP"], True),
+        (["DOWN"], True),  # down by its checks: it could not serve anyway
+        (["DOWN", "DRAIN"], False),
+        (["no check"], True),
+    ],
+)
+def test_may_drain(others, may):
+    target = _state("h0:main", "UP")
+    states = [target] + [_state(f"h{i + 1}:main", status) for i, status in enumerate(others)]
+    states.append(_state("x:qwen", "DRAIN", backend="model_qwen"))  # another model does not count
+    allowed, why = runtime_api.may_drain(states, target)
+    assert allowed is may
+    assert (why == "") is may
+
+
+def test_find_and_words():
+    states = runtime_api.parse_stat(STAT)
+    assert [s.backend for s in runtime_api.find(states, "h1:main")] == ["model_gemma"]
+    assert runtime_api.find(states, "nobody") == []
+    assert "waited 1.5 s" in runtime_api.drained_words("h1:main", 1.5, 0, 300)
+    assert "2 request(s) still in flight after the drain timeout (300 s)" in runtime_api.drained_words(
+        "h1:main", 300, 2, 300)
+    assert runtime_api.by_key(states)[("model_qwen", "h1:qwen")].status == "DOWN"
