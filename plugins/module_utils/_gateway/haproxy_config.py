@@ -199,7 +199,7 @@ def _backend(settings: GatewaySettings, model) -> list[str]:
              "    balance leastconn",
              "    option httpchk GET /health",
              "    http-check expect status 200",
-             "    retries 2",
+             "    retries 3",
              "    retry-on conn-failure",
              "    option redispatch 1",
              f"    http-request lua.llamafleet_wait {queue_ms}",
@@ -208,8 +208,11 @@ def _backend(settings: GatewaySettings, model) -> list[str]:
         lines.append(f"    http-request set-header Authorization {_quoted('Bearer ' + model.key)}")
     else:
         lines.append("    http-request del-header Authorization")
+    # A host name the gateway cannot resolve at its start leaves that server out of rotation (none), rather than
+    # stopping the whole gateway from starting. A refused connection takes a server out at once (observe layer4,
+    # mark-down), before its next check: leastconn would otherwise keep choosing the idle, dead one.
     lines.append(f"    default-server check inter {settings.health_interval_s}s fastinter 500ms downinter 1s "
-                 "rise 1 fall 2")
+                 "rise 1 fall 2 observe layer4 error-limit 1 on-error mark-down init-addr last,libc,none")
     for server in model.servers:
         where = f"[{server.address}]:{server.port}" if ":" in server.address else f"{server.address}:{server.port}"
         lines.append(f"    server {server.name} {where} maxconn {server.slots}")

@@ -22,6 +22,12 @@ def _observed_ctx(props: Mapping) -> str:
     return f"{n_ctx}" if not isinstance(slots, int) or slots <= 1 else f"{n_ctx}×{slots}"
 
 
+def _served_model(props: Mapping) -> str:
+    """The name the engine lists in /v1/models, and a gateway routes by: its --alias, else its model's path (older
+    engines say no model_alias in /props; their /v1/models lists the path)."""
+    return str(props.get("model_alias") or props.get("model_path") or "")
+
+
 def plan_part(name: str, plan: Mapping, unit: str) -> dict:
     """What the plan says, for the report."""
     facts = plan.get("facts") or {}
@@ -50,6 +56,8 @@ def report_entry(name: str, plan: Mapping, applied: Mapping, unit: str) -> dict:
     entry.update(
         state=str(applied.get("state") or "failed"),
         ctx=_observed_ctx(props),
+        slots=props["total_slots"] if isinstance(props.get("total_slots"), int) else 0,
+        model_name=_served_model(props),
         changed=bool(applied.get("changed")),
         restarted=bool(applied.get("restarted")),
         would_restart=bool(applied.get("would_restart")),

@@ -1,0 +1,154 @@
+# Copyright: (c) 2026, llamafleet maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The gateway host's side: HAProxy's runtime API over its UNIX socket, the drain and the return to rotation, and
+the configuration written only after HAProxy's own parser accepts it.
+
+The decisions are in ``_gateway/`` (pure); this file only asks, waits and writes. A drain is taken under a lock
+on the gateway host (``flock``), so that two rollouts draining replicas of one model at the same time see each
+other's drain: the second waits while the first holds the only other replica out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import runtime_api
+
+DRAIN_LOCK = "/run/llamafleet-gateway.lock"
+POLL_S = 0.25
+
+
+class GatewayError(Exception):
+    pass
+
+
+class RuntimeSocket:
+    """HAProxy's runtime API: one command per connection (non-interactive mode), its whole answer back."""
+
+    def __init__(self, path: str, timeout_s: float = 10.0):
+        self.path = path
+        self.timeout_s = timeout_s
+
+    def ask(self, line: str) -> str:
+        if "\n" in line or ";" in line:
+            raise GatewayError(f"one command at a time: {line!r}")
+        chunks = []
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(self.timeout_s)
+                sock.connect(self.path)
+                sock.sendall(line.encode("ascii") + b"\n")
+                while True:
+                    chunk = sock.recv(65536)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+        except OSError as err:
+            raise GatewayError(f"HAProxy's runtime API at {self.path} did not answer {line.split()[0]!r}: {err}") \
+                from err
+        return b"".join(chunks).decode("utf-8", "replace")
+
+    def states(self) -> list[runtime_api.ServerState]:
+        try:
+            return runtime_api.parse_stat(self.ask("show stat"))
+        except ValueError as err:
+            raise GatewayError(str(err)) from err
+
+    def act(self, action: str, state: runtime_api.ServerState) -> None:
+        answer = self.ask(runtime_api.command(action, state.backend, state.server)).strip()
+        if answer:  # HAProxy answers a set command with nothing, or with why it refused it
+            raise GatewayError(f"HAProxy refused to {action} {state.backend}/{state.server}: {answer}")
+
+
+@contextlib.contextmanager
+def drain_lock(path: str = DRAIN_LOCK) -> Iterator[None]:
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
+
+
+def drain(api: RuntimeSocket, server: str, timeout_s: float, lock_path: str = DRAIN_LOCK,
+          clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> dict:
+    """Take a server out of rotation in every backend that has it, then wait until it holds no request (or the
+    timeout). Returns what happened, for the report."""
+    started = clock()
+    deadline = started + timeout_s
+    waited_for_others = ""
+    while True:
+        with drain_lock(lock_path):
+            states = api.states()
+            targets = runtime_api.find(states, server)
+            if not targets:
+                return {"server": server, "drained": False, "words": f"{server}: not in this gateway"}
+            blocked = [why for target in targets for allowed, why in [runtime_api.may_drain(states, target)]
+                       if not allowed]
+            if not blocked or clock() >= deadline:
+                for target in targets:
+                    api.act("drain", target)
+                break
+        waited_for_others = blocked[0]
+        sleep(POLL_S)
+    while True:
+        left = sum(state.in_flight for state in runtime_api.find(api.states(), server))
+        if not left or clock() >= deadline:
+            break
+        sleep(POLL_S)
+    waited = clock() - started
+    words = runtime_api.drained_words(server, waited, left, int(timeout_s))
+    if waited_for_others:
+        words += f" (first {waited_for_others})"
+    return {"server": server, "drained": True, "in_flight_left": left, "waited_s": round(waited, 2), "words": words}
+
+
+def ready(api: RuntimeSocket, server: str) -> dict:
+    """Back in rotation: its health up at once (the rollout has just verified it), then ready."""
+    targets = runtime_api.find(api.states(), server)
+    for target in targets:
+        api.act("up", target)
+        api.act("ready", target)
+    if not targets:
+        return {"server": server, "ready": False, "words": f"{server}: not in this gateway"}
+    return {"server": server, "ready": True, "words": f"{server}: back in rotation"}
+
+
+def check_config(haproxy: str, text: str, directory: str) -> str:
+    """HAProxy's own parser on the text, written to a private file next to the configuration; its complaint
+    ("" when it accepts the file)."""
+    descriptor, path = tempfile.mkstemp(prefix=".llamafleet-check-", suffix=".cfg", dir=directory)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        found = subprocess.run([haproxy, "-c", "-f", path], capture_output=True, text=True, check=False)
+    finally:
+        os.unlink(path)
+    if found.returncode == 0:
+        return ""
+    said = [line for line in (found.stderr + found.stdout).splitlines() if "[ALERT]" in line] or [
+        f"haproxy -c exited {found.returncode}"]
+    return "\n".join(said).replace(path, "<new configuration>")
+
+
+def save_server_state(api: RuntimeSocket, path: str) -> None:
+    """The servers' states (drained ones included) into the file the next process loads at its start."""
+    text = api.ask("show servers state")
+    directory = os.path.dirname(path)
+    descriptor, temporary = tempfile.mkstemp(prefix=".llamafleet-state-", dir=directory)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.chmod(temporary, 0o600)
+    os.replace(temporary, path)
+
+
+def run(argv: Sequence[str]) -> tuple[int, str]:
+    found = subprocess.run(list(argv), capture_output=True, text=True, check=False)
+    return found.returncode, (found.stderr or found.stdout).strip()
