@@ -20,6 +20,7 @@ ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
     "path": {"type": "str", "default": "./fleet-summary.md"},
     "title": {"type": "str", "default": "llama-server fleet"},
+    "gateways": {"type": "list", "elements": "str", "default": []},
 }
 
 
@@ -39,7 +40,8 @@ class ActionModule(ActionBase):
         del tmp
         # A copy: Ansible fills a dict option's default in place, which would change the spec for the next task.
         _validation, args = self.validate_argument_spec(argument_spec=copy.deepcopy(ARGUMENT_SPEC))
-        text = fleet_summary_markdown(args["hosts"], (task_vars or {}).get("hostvars") or {}, args["title"])
+        text = fleet_summary_markdown(args["hosts"], (task_vars or {}).get("hostvars") or {}, args["title"],
+                                      args["gateways"])
         if args["path"]:
             try:
                 write_if_different(args["path"], text)

@@ -120,8 +120,10 @@ def fleet_summary_rows(hosts: Iterable[str], hostvars: Mapping) -> list[dict]:
     return rows
 
 
-def fleet_summary_markdown(hosts: Iterable[str], hostvars: Mapping, title: str = "llama-server fleet") -> str:
-    """The Markdown table of fleet_summary_rows, with a heading and a totals line."""
+def fleet_summary_markdown(hosts: Iterable[str], hostvars: Mapping, title: str = "llama-server fleet",
+                           gateways: Iterable[str] = ()) -> str:
+    """The Markdown table of fleet_summary_rows, with a heading and a totals line, then a line per gateway
+    (``gateway: URL``: the fleet's one endpoint)."""
     rows = fleet_summary_rows(hosts, hostvars)
     lines = [f"# {title}", ""]
     lines.append("| " + " | ".join(HEADERS) + " |")
@@ -141,6 +143,7 @@ def fleet_summary_markdown(hosts: Iterable[str], hostvars: Mapping, title: str =
             hosts_line += f"; {state}: {', '.join(by_state[state])}"
     lines.append(f"{len(host_names)} host(s), {len(rows)} row(s); {changed} instance(s) changed, {restarts}; "
                  f"{hosts_line}.")
+    lines += [f"gateway: {url}" for url in gateways]
     return "\n".join(lines) + "\n"
 
 

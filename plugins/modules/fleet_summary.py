@@ -36,6 +36,13 @@ options:
     description: The table's heading.
     type: str
     default: llama-server fleet
+  gateways:
+    description:
+      - The URLs of the fleet's gateways, each printed after the table on a line of its own (C(gateway) then the
+        URL).
+    type: list
+    elements: str
+    default: []
 seealso:
   - module: llamafleet.llamacpp.llama_server_host
 attributes:

@@ -170,7 +170,7 @@ def _wait_all_up(proxy, timeout=30):
     raise AssertionError(f"not every server came up: {proxy.stats()}")
 
 
-def _call(url, body=None, key=CLIENT_KEY, method=None, headers=None, timeout=120):
+def _call(url, body=None, *, key=CLIENT_KEY, method=None, headers=None, timeout=120):
     data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
     request = urllib.request.Request(url, data=data, method=method, headers={
         "Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {}), **(headers or {})})

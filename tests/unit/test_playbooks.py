@@ -23,39 +23,56 @@ def test_the_deploy_playbook_loads(playbook):
     assert "deploy_llm.yml" in proc.stdout or "deploy-llm.yml" in proc.stdout
 
 
-def test_the_rollout_takes_its_hosts_in_inventory_order(tmp_path):
-    """The canary is the first host of the inventory that has work, whichever host's judgement came back first.
-
-    The deploy play's own `hosts` expression runs after a group_by whose results arrive in reverse order (the
-    later hosts sleep less); one host has no work. Taken from the group as filled, h4 would be the canary.
-    """
+def _rollout_batches(tmp_path, hosts: dict, gateways: tuple = ()) -> list[list[str]]:
+    """The deploy playbook's own judge-play vars and ordering task, and its rollout play's hosts and serial, on
+    local hosts whose group_by results arrive in reverse order (the later hosts sleep less): the batches it runs."""
     root = os.path.dirname(os.path.abspath(conftest.__file__))
     with open(os.path.join(root, "playbooks", "deploy_llm.yml"), encoding="utf-8") as handle:
         plays = yaml.safe_load(handle)
+    judge = next(play for play in plays if play["name"] == "Judge the fleet against its plans")
+    order = next(task for task in judge["tasks"] if task["name"] == "Order the rollout's batches")
     deploy = next(play for play in plays if play["name"] == "Deploy llama-server")
     harness = [
-        {"name": "Judge", "hosts": "llama_fleet", "gather_facts": False, "tasks": [
+        {"name": "Judge", "hosts": "llama_fleet", "gather_facts": False, "vars": judge["vars"], "tasks": [
             # The key is templated in each host's worker: the sleep orders the group_by results themselves.
             {"ansible.builtin.group_by": {
-                "key": "{{ lookup('ansible.builtin.pipe', 'sleep ' ~ delay) }}{{ group }}"}}]},
-        {"name": "Roll out", "hosts": deploy["hosts"], "serial": 1, "gather_facts": False, "tasks": [
-            {"ansible.builtin.debug": {"msg": "batch {{ inventory_hostname }}"}}]},
+                "key": "{{ lookup('ansible.builtin.pipe', 'sleep ' ~ delay) }}{{ group }}"}}, order]},
+        {"name": "Roll out", "hosts": deploy["hosts"], "serial": deploy["serial"], "gather_facts": False,
+         "tasks": [{"ansible.builtin.debug": {"msg": "batch {{ ansible_play_batch | join(',') }}"}, "run_once": True}]},
     ]
     (tmp_path / "play.yml").write_text(yaml.safe_dump(harness))
-    (tmp_path / "inventory.ini").write_text(
-        "[llama_fleet]\n"
-        "h1 delay=3 group=_llama_fleet_rollout\n"
-        "h2 delay=2 group=_llama_fleet_current\n"
-        "h3 delay=1 group=_llama_fleet_rollout\n"
-        "h4 delay=0 group=_llama_fleet_rollout\n"
-        "[llama_fleet:vars]\nansible_connection=local\n"
-        f"ansible_python_interpreter={sys.executable}\n"
-    )
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    inventory = {"all": {"children": {"llama_fleet": {"hosts": hosts, "vars": local},
+                                      "llama_fleet_gateway": {"hosts": dict.fromkeys(gateways, local)}}}}
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
     proc = subprocess.run(
-        [BIN, "-i", str(tmp_path / "inventory.ini"), "-f", "4", str(tmp_path / "play.yml")], cwd=tmp_path,
+        [BIN, "-i", str(tmp_path / "inventory.yml"), "-f", "4", str(tmp_path / "play.yml")], cwd=tmp_path,
         capture_output=True, text=True, check=False, timeout=120,
         env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": conftest.collection_path(), "ANSIBLE_NOCOLOR": "1"},
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    batches = [line.split("batch ")[1].rstrip('"') for line in proc.stdout.splitlines() if '"msg": "batch ' in line]
-    assert batches == ["h1", "h3", "h4"]
+    return [line.split("batch ")[1].rstrip('"').split(",") for line in proc.stdout.splitlines()
+            if '"msg": "batch ' in line]
+
+
+def test_the_rollout_takes_its_hosts_in_inventory_order(tmp_path):
+    """The canary is the first host of the inventory that has work, whichever host's judgement came back first
+    (taken from the group as filled, h4 would be the canary); one host has no work."""
+    batches = _rollout_batches(tmp_path, {
+        "h1": {"delay": 3, "group": "_llama_fleet_rollout"}, "h2": {"delay": 2, "group": "_llama_fleet_current"},
+        "h3": {"delay": 1, "group": "_llama_fleet_rollout"}, "h4": {"delay": 0, "group": "_llama_fleet_rollout"}})
+    assert batches == [["h1"], ["h3", "h4"]]
+
+
+def _host(delay, model):
+    return {"delay": delay, "group": "_llama_fleet_rollout", "llama_server_report": [
+        {"instance": "main", "state": "deployed", "model_name": model, "would_restart": True}]}
+
+
+def test_with_a_gateway_no_batch_restarts_every_replica_of_a_model(tmp_path):
+    """Two replicas of "m" (h2, h3) and two of "n" (h1, h4): after the canary h1, h2 and h4 go together (one replica
+    of each model), and h3 waits for the next batch."""
+    hosts = {"h1": _host(3, "n"), "h2": _host(2, "m"), "h3": _host(1, "m"), "h4": _host(0, "n")}
+    assert _rollout_batches(tmp_path, hosts, gateways=("gw",)) == [["h1"], ["h2", "h4"], ["h3"]]
+    # Without a gateway: the operator's batches as they are.
+    assert _rollout_batches(tmp_path, hosts) == [["h1"], ["h2", "h3", "h4"]]

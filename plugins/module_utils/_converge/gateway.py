@@ -51,8 +51,8 @@ class RuntimeSocket:
                         break
                     chunks.append(chunk)
         except OSError as err:
-            raise GatewayError(f"HAProxy's runtime API at {self.path} did not answer {line.split()[0]!r}: {err}") \
-                from err
+            verb = line.split(maxsplit=1)[0] if line.strip() else line
+            raise GatewayError(f"HAProxy's runtime API at {self.path} did not answer {verb!r}: {err}") from err
         return b"".join(chunks).decode("utf-8", "replace")
 
     def states(self) -> list[runtime_api.ServerState]:
@@ -77,7 +77,7 @@ def drain_lock(path: str = DRAIN_LOCK) -> Iterator[None]:
         os.close(descriptor)
 
 
-def drain(api: RuntimeSocket, server: str, timeout_s: float, lock_path: str = DRAIN_LOCK,
+def drain(api: RuntimeSocket, server: str, timeout_s: float, *, lock_path: str = DRAIN_LOCK,
           clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> dict:
     """Take a server out of rotation in every backend that has it, then wait until it holds no request (or the
     timeout). Returns what happened, for the report."""
@@ -89,10 +89,12 @@ def drain(api: RuntimeSocket, server: str, timeout_s: float, lock_path: str = DR
             states = api.states()
             targets = runtime_api.find(states, server)
             if not targets:
-                return {"server": server, "drained": False, "words": f"{server}: not in this gateway"}
+                return {"server": server, "drained": False, "changed": False,
+                        "words": f"{server}: not in this gateway"}
             blocked = [why for target in targets for allowed, why in [runtime_api.may_drain(states, target)]
                        if not allowed]
             if not blocked or clock() >= deadline:
+                changed = any(not target.status.startswith("DRAIN") for target in targets)
                 for target in targets:
                     api.act("drain", target)
                 break
@@ -107,18 +109,21 @@ def drain(api: RuntimeSocket, server: str, timeout_s: float, lock_path: str = DR
     words = runtime_api.drained_words(server, waited, left, int(timeout_s))
     if waited_for_others:
         words += f" (first {waited_for_others})"
-    return {"server": server, "drained": True, "in_flight_left": left, "waited_s": round(waited, 2), "words": words}
+    return {"server": server, "drained": True, "changed": changed, "in_flight_left": left, "waited_s": round(waited, 2),
+            "words": words}
 
 
 def ready(api: RuntimeSocket, server: str) -> dict:
     """Back in rotation: its health up at once (the rollout has just verified it), then ready."""
     targets = runtime_api.find(api.states(), server)
+    if not targets:
+        return {"server": server, "ready": False, "changed": False, "words": f"{server}: not in this gateway"}
+    changed = any(not target.serving for target in targets)
     for target in targets:
         api.act("up", target)
         api.act("ready", target)
-    if not targets:
-        return {"server": server, "ready": False, "words": f"{server}: not in this gateway"}
-    return {"server": server, "ready": True, "words": f"{server}: back in rotation"}
+    return {"server": server, "ready": True, "changed": changed,
+            "words": f"{server}: back in rotation" if changed else f"{server}: in rotation"}
 
 
 def check_config(haproxy: str, text: str, directory: str) -> str:

@@ -159,3 +159,32 @@ def routes(servers: Iterable[Server], notes: Iterable[str] = ()) -> Routes:
         result.models.append(Model(name=name, backend=proxy_name(f"model_{name}"), servers=tuple(members),
                                    key=keys.pop()))
     return result
+
+
+def fleet_servers(hosts: Iterable[Mapping]) -> dict:
+    """What the gateway routes, from the fleet's hosts as the controller sees them: each host's ``name``, ``address``
+    (where the gateway reaches it), ``report`` (its rows from this run's judge or rollout; None when it has none)
+    and ``keys`` (each instance's API key).
+
+    Returns ``servers`` (plain dicts, without keys), ``server_keys`` (by ``host:instance``), ``notes`` (instances
+    and hosts left out) and ``errors``. A host without a report in this run (unreachable, failed before its judge)
+    is left out: nothing says what it runs.
+    """
+    servers, keys, notes, errors = [], {}, [], []
+    for host in hosts:
+        name, report = str(host.get("name")), host.get("report")
+        if report is None:
+            notes.append(f"{name} is left out: it has no report in this run (unreachable, or failed before its "
+                         "judge)")
+            continue
+        for row in report:
+            key = str((host.get("keys") or {}).get(row.get("instance")) or "")
+            server, why = server_from_row(name, str(host.get("address") or name), row, key)
+            if why:
+                (errors if why.startswith("error: ") else notes).append(why.removeprefix("error: "))
+            if server is not None:
+                servers.append({"host": server.host, "instance": server.instance, "address": server.address,
+                                "port": server.port, "slots": server.slots, "model": server.model})
+                if server.key:
+                    keys[f"{server.host}:{server.instance}"] = server.key
+    return {"servers": servers, "server_keys": keys, "notes": notes, "errors": errors}

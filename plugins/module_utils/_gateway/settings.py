@@ -37,8 +37,9 @@ class GatewaySetting:
     type: str  # "str", "int", "bool", "list"
     default: object
     bounds: tuple[int, int] | None = None
-    form: str = ""  # "address", "path", "path or empty", "model or empty", "keys"
+    form: str = ""  # "address", "path", "path or empty", "model or empty", "account or empty", "keys"
     secret: bool = False
+    doc: str = ""  # the role's argument specs and the module's doc fragment say this (a unit test holds them to it)
 
     @property
     def role_variable(self) -> str:
@@ -55,30 +56,63 @@ class GatewaySetting:
 
 
 GATEWAY_SETTINGS: tuple[GatewaySetting, ...] = (
-    GatewaySetting("listen_address", "str", "0.0.0.0", form="address"),
-    GatewaySetting("port", "int", 8000, bounds=(1, 65535)),
+    GatewaySetting("listen_address", "str", "0.0.0.0", form="address",
+                   doc="Address the gateway listens on (an IP address; V(0.0.0.0) or V(::) for every address)."),
+    GatewaySetting("port", "int", 8000, bounds=(1, 65535),
+                   doc="Port of the OpenAI-compatible endpoint. From 1 to 65535."),
     # Clients' keys (Authorization: Bearer KEY); the configuration keeps only their SHA-256.
-    GatewaySetting("api_keys", "list", (), form="keys", secret=True),
-    GatewaySetting("allow_open", "bool", False),
-    GatewaySetting("default_model", "str", "", form="model or empty"),
-    GatewaySetting("tls_certificate", "str", "", form="path or empty"),
-    GatewaySetting("max_body_bytes", "int", 1 * MIB, bounds=(4 * KIB, 64 * MIB)),
-    GatewaySetting("max_header_bytes", "int", 32 * KIB, bounds=(1 * KIB, 256 * KIB)),
-    GatewaySetting("request_timeout_s", "int", 30, bounds=(1, 3600)),
-    GatewaySetting("queue_timeout_s", "int", 60, bounds=(1, 3600)),
-    GatewaySetting("connect_timeout_s", "int", 5, bounds=(1, 300)),
-    GatewaySetting("response_timeout_s", "int", 600, bounds=(1, 86400)),
-    GatewaySetting("client_timeout_s", "int", 600, bounds=(1, 86400)),
-    GatewaySetting("health_interval_s", "int", 2, bounds=(1, 300)),
-    GatewaySetting("maxconn", "int", 4096, bounds=(1, 1_000_000)),
-    GatewaySetting("drain_timeout_s", "int", 300, bounds=(0, 86400)),
-    GatewaySetting("metrics_port", "int", 0, bounds=(0, 65535)),
-    GatewaySetting("config_path", "str", "/etc/haproxy/haproxy.cfg", form="path"),
-    GatewaySetting("lua_path", "str", "/etc/haproxy/llamafleet.lua", form="path"),
-    GatewaySetting("admin_socket", "str", "/run/haproxy/admin.sock", form="path"),
-    GatewaySetting("state_file", "str", "/var/lib/haproxy/llamafleet-server-state", form="path"),
-    GatewaySetting("run_user", "str", "haproxy", form="account or empty"),
-    GatewaySetting("chroot", "str", "/var/lib/haproxy", form="path or empty"),
+    GatewaySetting("api_keys", "list", (), form="keys", secret=True,
+                   doc="Clients' API keys (sent as C(Bearer KEY) in C(Authorization)); a request without one of "
+                       "them gets 401 before any engine sees it. The configuration keeps only their SHA-256. Keep "
+                       "them in a vault."),
+    GatewaySetting("allow_open", "bool", False,
+                   doc="Serve without client keys (an empty key list fails otherwise)."),
+    GatewaySetting("default_model", "str", "", form="model or empty",
+                   doc="Model of a request that names none (no C(model) in its body, no C(?model=) on a GET); empty "
+                       "for the first served model by name."),
+    GatewaySetting("tls_certificate", "str", "", form="path or empty",
+                   doc="PEM file on the gateway host (certificate, chain and private key) to serve HTTPS with; empty "
+                       "for plain HTTP."),
+    GatewaySetting("max_body_bytes", "int", 1 * MIB, bounds=(4 * KIB, 64 * MIB),
+                   doc="Largest request body (413 beyond). The whole body is read before routing, so this also sizes "
+                       "HAProxy's buffers. From 4096 to 67108864."),
+    GatewaySetting("max_header_bytes", "int", 32 * KIB, bounds=(1 * KIB, 256 * KIB),
+                   doc="Largest request header block (431 beyond). From 1024 to 262144."),
+    GatewaySetting("request_timeout_s", "int", 30, bounds=(1, 3600),
+                   doc="Time a client has to send its headers and body (408 beyond). From 1 to 3600."),
+    GatewaySetting("queue_timeout_s", "int", 60, bounds=(1, 3600),
+                   doc="Longest wait of a request for a free slot, or for a replica back in rotation (503 beyond). "
+                       "From 1 to 3600."),
+    GatewaySetting("connect_timeout_s", "int", 5, bounds=(1, 300),
+                   doc="Time to connect to an engine. From 1 to 300."),
+    GatewaySetting("response_timeout_s", "int", 600, bounds=(1, 86400),
+                   doc="Longest silence of an engine while it answers (504 beyond); a stream resets it at each "
+                       "token. From 1 to 86400."),
+    GatewaySetting("client_timeout_s", "int", 600, bounds=(1, 86400),
+                   doc="Longest silence of a client. From 1 to 86400."),
+    GatewaySetting("health_interval_s", "int", 2, bounds=(1, 300),
+                   doc="Seconds between two C(/health) checks of each engine. From 1 to 300."),
+    GatewaySetting("maxconn", "int", 4096, bounds=(1, 1_000_000),
+                   doc="Connections the gateway takes at once. From 1 to 1000000."),
+    GatewaySetting("drain_timeout_s", "int", 300, bounds=(0, 86400),
+                   doc="How long a rollout waits for a drained instance's requests in flight before it restarts it "
+                       "anyway (and says so). From 0 to 86400."),
+    GatewaySetting("metrics_port", "int", 0, bounds=(0, 65535),
+                   doc="Port of HAProxy's Prometheus exporter (C(/metrics), with the same keys as the endpoint); 0 "
+                       "for none. From 0 to 65535."),
+    GatewaySetting("config_path", "str", "/etc/haproxy/haproxy.cfg", form="path",
+                   doc="HAProxy's configuration file (written root-only, 0600; a file that was not ours is kept once "
+                       "as C(<path>.before-llamafleet))."),
+    GatewaySetting("lua_path", "str", "/etc/haproxy/llamafleet.lua", form="path",
+                   doc="Where the gateway's Lua actions are installed."),
+    GatewaySetting("admin_socket", "str", "/run/haproxy/admin.sock", form="path",
+                   doc="HAProxy's runtime API socket (root only)."),
+    GatewaySetting("state_file", "str", "/var/lib/haproxy/llamafleet-server-state", form="path",
+                   doc="Where the servers' states are saved before a reload (a drained instance stays drained)."),
+    GatewaySetting("run_user", "str", "haproxy", form="account or empty",
+                   doc="Account (user and group) HAProxy's worker runs as; empty to keep root."),
+    GatewaySetting("chroot", "str", "/var/lib/haproxy", form="path or empty",
+                   doc="Directory HAProxy's worker is chrooted to; empty for none."),
 )
 BY_NAME = {setting.name: setting for setting in GATEWAY_SETTINGS}
 
@@ -112,6 +146,13 @@ class GatewaySettings:
 
 def argument_spec() -> dict:
     return {setting.name: setting.spec() for setting in GATEWAY_SETTINGS}
+
+
+def module_settings_spec() -> dict:
+    """The module's ``settings`` option: every setting but the clients' keys, which have an option of their own
+    (not logged)."""
+    return {"type": "dict", "default": {}, "options": {name: spec for name, spec in argument_spec().items()
+                                                        if name != "api_keys"}}
 
 
 def _address_problem(value: str) -> str:

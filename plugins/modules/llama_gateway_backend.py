@@ -1,0 +1,124 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, llamafleet maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: llama_gateway_backend
+short_description: Drain fleet instances on a gateway before their restart, and put them back after
+version_added: "0.3.0"
+description:
+  - Runs on a gateway host and talks to its HAProxy through the runtime API (a root-only UNIX socket).
+  - V(drained) takes each instance out of rotation (HAProxy's C(drain) state) and waits until it holds no request,
+    or until O(timeout_s) has passed, and says which. New requests go to the other replicas of its model meanwhile;
+    a model's only replica keeps its new requests waiting in the gateway's queue until it is back.
+  - A model with two or more replicas keeps one in rotation. While every other replica is out of rotation on purpose
+    (another rollout drained it), the drain waits for one to come back, up to O(timeout_s). Replicas down by their
+    health checks do not count, as they could not serve anyway.
+  - V(ready) puts each instance back in rotation, its health up at once (the rollout has just verified it).
+  - An instance the gateway does not route (new, or never served) is left alone and said so.
+author:
+  - llamafleet maintainers (@llamafleet)
+extends_documentation_fragment:
+  - llamafleet.llamacpp.attributes
+options:
+  instances:
+    description: The instances, each as C(host) (its inventory host) and C(instance) (its name).
+    type: list
+    elements: dict
+    required: true
+  state:
+    description: V(drained) takes them out of rotation and waits for their requests; V(ready) puts them back.
+    type: str
+    choices: [drained, ready]
+    required: true
+  timeout_s:
+    description: How long a drain waits for requests in flight (and for another replica to be back). From 0 to 86400.
+    type: int
+    default: 300
+  admin_socket:
+    description: HAProxy's runtime API socket (the gateway's C(admin_socket) setting).
+    type: path
+    default: /run/haproxy/admin.sock
+notes:
+  - Only the Python standard library is used on the target.
+attributes:
+  check_mode:
+    details: Says which instances the gateway routes and would be drained or put back; changes nothing.
+"""
+
+EXAMPLES = r"""
+- name: Drain this host's instances on every gateway before their restart
+  llamafleet.llamacpp.llama_gateway_backend:
+    instances: [{host: "{{ inventory_hostname }}", instance: main}]
+    state: drained
+  delegate_to: "{{ item }}"
+  loop: "{{ groups['llama_fleet_gateway'] }}"
+"""
+
+RETURN = r"""
+servers:
+  description: What happened to each instance on this gateway (C(server), C(words), and C(drained) or C(ready)).
+  returned: always
+  type: list
+  elements: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.gateway import (  # noqa: E402
+    GatewayError,
+    RuntimeSocket,
+    drain,
+    ready,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import runtime_api  # noqa: E402
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.fleet_routes import (  # noqa: E402
+    proxy_name,
+)
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "instances": {"type": "list", "elements": "dict", "required": True},
+            "state": {"type": "str", "choices": ["drained", "ready"], "required": True},
+            "timeout_s": {"type": "int", "default": 300},
+            "admin_socket": {"type": "path", "default": "/run/haproxy/admin.sock"},
+        },
+        supports_check_mode=True,
+    )
+    params = module.params
+    if not 0 <= params["timeout_s"] <= 86400:
+        module.fail_json(msg=f"timeout_s={params['timeout_s']}: a drain waits from 0 to 86400 seconds")
+    names = []
+    for index, entry in enumerate(params["instances"]):
+        host, instance = str(entry.get("host") or ""), str(entry.get("instance") or "")
+        if not host or not instance:
+            module.fail_json(msg=f"instances[{index}]: give both host and instance")
+        names.append(proxy_name(f"{host}:{instance}"))
+    api = RuntimeSocket(params["admin_socket"])
+    results = []
+    try:
+        if module.check_mode:
+            states = api.states()
+            for name in names:
+                found = runtime_api.find(states, name)
+                verb = "would be drained" if params["state"] == "drained" else "would be put back in rotation"
+                results.append({"server": name, "words": f"{name}: {verb}" if found else
+                                f"{name}: not in this gateway"})
+        else:
+            for name in names:
+                results.append(drain(api, name, params["timeout_s"]) if params["state"] == "drained"
+                               else ready(api, name))
+    except GatewayError as err:
+        module.fail_json(msg=str(err), servers=results)
+    changed = any(entry.get("changed") for entry in results) or (
+        module.check_mode and any("would" in entry["words"] for entry in results))
+    module.exit_json(changed=changed, servers=results)
+
+
+if __name__ == "__main__":
+    main()
