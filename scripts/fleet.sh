@@ -64,6 +64,7 @@ packages=(
   curl ca-certificates                  # completions and health checks from the host itself
   tar gzip xz-utils unzip               # ansible.builtin.unarchive of engine archives
   acl                                   # Ansible become to unprivileged users (setfacl)
+  haproxy lua-cjson                     # the fleet gateway (llama_gateway; disabled until the role enables it)
 )
 
 self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
@@ -180,6 +181,9 @@ EOF
   # Addresses come from systemd-networkd with a per-host .network file.
   systemctl --root="$tmp" enable systemd-networkd.service >>"$build_log" 2>&1 \
     || die_with_log "systemctl --root enable systemd-networkd failed" "$build_log"
+  # The gateway role starts HAProxy where it is wanted; no host runs Debian's default configuration.
+  systemctl --root="$tmp" disable haproxy.service >>"$build_log" 2>&1 \
+    || die_with_log "systemctl --root disable haproxy failed" "$build_log"
   # Nothing to fetch inside the fleet: no apt timers, no package caches.
   systemctl --root="$tmp" mask apt-daily.timer apt-daily-upgrade.timer >>"$build_log" 2>&1 || true
   rm -rf "$tmp/var/cache/apt/archives/"*.deb "$tmp/var/lib/apt/lists/"*
@@ -250,8 +254,9 @@ prepare_upper() {
   host_name "$i" >"$upper/etc/hostname"
   [ -s "$upper/etc/machine-id" ] || printf '%s\n' "$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" >"$upper/etc/machine-id"
   cat >"$upper/etc/systemd/network/10-llamafleet-host0.network" <<EOF
-# Static address on the veth to the controller; no gateway: the fleet reaches
-# nothing but this machine.
+# Static address on the veth to the controller, and a route to the other hosts
+# through it (a gateway host reaches every engine); no default route: the fleet
+# reaches nothing but this machine and itself.
 [Match]
 Name=host0
 
@@ -259,6 +264,10 @@ Name=host0
 Address=$(host_addr "$i")/30
 LinkLocalAddressing=no
 IPv6AcceptRA=no
+
+[Route]
+Destination=$net.0/24
+Gateway=$(gw_addr "$i")
 EOF
   chmod 0700 "$upper/root/.ssh"
   install -m 0600 "$(ssh_key).pub" "$upper/root/.ssh/authorized_keys"
@@ -346,6 +355,8 @@ $(tail -n 20 "$(host_dir "$i")/console.log")"
   done
   ip addr replace "$(gw_addr "$i")/30" dev "$veth"
   ip link set "$veth" up
+  # The hosts reach each other through this machine (their route to the fleet's /24).
+  echo 1 >/proc/sys/net/ipv4/ip_forward
 }
 
 wait_ready() {

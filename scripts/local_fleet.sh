@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The README's main command (`make deploy-local`): a local fleet of two systemd
 # hosts (systemd-nspawn, scripts/fleet.sh) running the real CPU llama-server and
-# the Gemma-3-270M model, deployed by playbooks/deploy-llm.yml; then the fleet
-# summary and one completion from each host. The hosts stay up afterwards
+# the Gemma-3-270M model, with the fleet's gateway (HAProxy) on the first host,
+# deployed by playbooks/deploy-llm.yml; then the fleet summary, one completion
+# from each host and one through the gateway. The hosts stay up afterwards
 # (`make fleet-down` stops them). Needs root and systemd-container.
 #
 # Staged (scripts/steps.sh): a line per step, the builds', downloads' and the
@@ -35,8 +36,14 @@ deploy() {
   # shows all. The checkout's ansible.cfg (skipped tasks hidden) applies from any working directory.
   ANSIBLE_CONFIG=${ANSIBLE_CONFIG:-$root/ansible.cfg} \
   ANSIBLE_STDOUT_CALLBACK=${ANSIBLE_STDOUT_CALLBACK:-llamafleet.llamacpp.fleet} \
+  # The gateway on the first host: a group of its own, in an inventory next to the fleet's.
+  local gateway_inventory="$LLAMAFLEET_CACHE/fleet/gateway.ini"
+  mkdir -p "$LLAMAFLEET_CACHE/fleet"
+  "$here/fleet.sh" hosts | python3 -c 'import json, sys; print("[llama_fleet_gateway]\n" + json.load(sys.stdin)["hosts"][0]["name"])' \
+    >"$gateway_inventory"
   ANSIBLE_COLLECTIONS_PATH="$root/.collections" PATH="$venv/bin:$PATH" \
-    "$venv/bin/ansible-playbook" -i "$("$here/fleet.sh" inventory)" "$root/playbooks/deploy-llm.yml" \
+    "$venv/bin/ansible-playbook" -i "$("$here/fleet.sh" inventory)" -i "$gateway_inventory" \
+    "$root/playbooks/deploy-llm.yml" \
     -e "@$root/playbooks/vars/local-fleet.yml" -e "llama_fleet_summary_path=$root/fleet-summary.md"
 }
 
@@ -54,6 +61,19 @@ for host in json.load(sys.stdin)["hosts"]:
         answer = json.load(resp)
     print("%s (%s): The capital of France is%s" % (name, address, answer["content"]))
 ' "$LLAMAFLEET_DEMO_KEY_FILE"
+  # The last one through the gateway (its URL is the summary's "gateway:" line), by the model's name.
+  python3 -c '
+import json, re, sys, urllib.request
+key = open(sys.argv[1]).read().strip()
+url = re.search(r"^gateway: (\S+)$", open(sys.argv[2]).read(), re.M).group(1)
+body = json.dumps({"model": "gemma-3-270m", "messages": [{"role": "user", "content": "Name the capital of France."}],
+                   "max_tokens": 16, "temperature": 0}).encode()
+request = urllib.request.Request(url + "/v1/chat/completions", data=body,
+                                 headers={"Content-Type": "application/json", "Authorization": "Bearer " + key})
+with urllib.request.urlopen(request, timeout=120) as resp:
+    answer = json.load(resp)
+print("gateway %s (%s): %s" % (url, answer["model"], answer["choices"][0]["message"]["content"].strip()))
+' "$LLAMAFLEET_DEMO_KEY_FILE" "$root/fleet-summary.md"
 }
 
 steps_begin "make deploy-local" engine model share rootfs hosts collections deploy completions
@@ -65,6 +85,7 @@ step rootfs "Debian ${LLAMAFLEET_SUITE:-bookworm} rootfs for the hosts (cached)"
 step --summary 'fleet of [0-9]+ up' hosts "$size systemd-nspawn hosts, ssh over veth" "$here/fleet.sh" up "$size"
 step collections "llamafleet.llamacpp as a collection (symlink tree)" collections
 step_live deploy "playbooks/deploy-llm.yml" deploy
-step_live completions "one per host (API key: $(_steps_short "$LLAMAFLEET_DEMO_KEY_FILE"))" completions
+step_live completions "one per host, then one through the gateway (API key: $(_steps_short "$LLAMAFLEET_DEMO_KEY_FILE"))" \
+  completions
 steps_end
 echo "Summary in $root/fleet-summary.md; stop the hosts with: make fleet-down"

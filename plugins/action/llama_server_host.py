@@ -72,7 +72,8 @@ ARGUMENT_SPEC = {
 
 
 def not_current(*why: str) -> dict:
-    return {"changed": False, "current": False, "why": list(why), "report": [], "engine": ""}
+    return {"changed": False, "current": False, "why": list(why), "report": [], "engine": "",
+            "work": {"all": True, "instances": []}}
 
 
 def interpreter_missing(found: dict) -> bool:
@@ -137,9 +138,12 @@ class ActionModule(ActionBase):
         if holder and not ours and not lapsed and holder_alive(holder, this_controller()):
             return {"failed": True, "msg": held_message(holder, args["lock_path"], args["lock_lease_s"]),
                     "holder": holder, "current": False, "why": ["another rollout holds this host"], "report": [],
-                    "engine": ""}
+                    "engine": "", "work": {"all": True, "instances": []}}
+        work = found.get("work") or {}
         return {"changed": False, "current": bool(found.get("current")), "why": list(found.get("why") or []),
-                "report": list(found.get("report") or []), "engine": str(found.get("engine") or "")}
+                "report": list(found.get("report") or []), "engine": str(found.get("engine") or ""),
+                "work": {"all": bool(work.get("all", not found.get("current"))),
+                         "instances": list(work.get("instances") or [])}}
 
     # ---------------------------------------------------------------- the fast path
     def _judge_in_venv(self, venv: str, module_args: dict) -> dict | None:

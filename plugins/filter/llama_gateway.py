@@ -22,17 +22,18 @@ def _keys(variables) -> dict:
     return keys
 
 
-def gateway_servers(hostvars, hosts) -> dict:
+def gateway_servers(hostvars, hosts, keep_hosts=()) -> dict:
     """The fleet's routes for llamafleet.llamacpp.llama_gateway_config (fleet_routes.fleet_servers), from each
-    host's report of this run (``llama_server_report``), address (``ansible_host``) and instances' keys."""
-    hosts = list(hosts or [])
+    host's report of this run (``llama_server_report``), address (``ansible_host``) and instances' keys. The hosts
+    in ``keep_hosts`` are left to the module, which keeps their servers as the gateway has them."""
+    hosts = [name for name in hosts or [] if name not in set(keep_hosts or [])]
     fleet = []
     for name in hosts:
         variables = hostvars[name]
         report = variables.get("llama_server_report")
         fleet.append({"name": name, "address": variables.get("ansible_host") or name,
                       "report": list(report) if report is not None else None, "keys": _keys(variables)})
-    if hosts and all(host["report"] is None for host in fleet):
+    if hosts and not keep_hosts and all(host["report"] is None for host in fleet):
         raise AnsibleFilterError("no host of the fleet was judged or deployed in this run, so nothing says what runs "
                                  "there: run the gateway from playbooks/deploy-llm.yml, after its judge")
     found = fleet_routes.fleet_servers(fleet)
@@ -41,14 +42,19 @@ def gateway_servers(hostvars, hosts) -> dict:
     return found
 
 
-def restarting_instances(report, host: str) -> list:
-    """The instances of a host's judged report that the rollout will restart or remove: the ones a gateway drains
-    first. Each as {host, instance}."""
-    found = []
-    for row in report or []:
-        if row.get("would_restart") or (row.get("state") == "absent" and row.get("changed")):
-            found.append({"host": host, "instance": row.get("instance")})
-    return found
+def restarting_instances(judgement, host: str, instances=()) -> list:
+    """The instances a judged host's rollout will restart, write or remove (the judge's ``work``): the ones a gateway
+    drains first, each as {host, instance}. When a part they share has work (the engine, a model), every instance of
+    the host (``instances``, its llama_server_instances)."""
+    judgement = judgement or {}
+    if judgement.get("current", False):
+        return []
+    work = judgement.get("work") or {"all": True}
+    if work.get("all"):
+        names = [str(item.get("name")) for item in instances or [] if isinstance(item, dict) and item.get("name")]
+    else:
+        names = [str(name) for name in work.get("instances") or []]
+    return [{"host": host, "instance": name} for name in names]
 
 
 def deployed_instances(report, host: str) -> list:
@@ -57,26 +63,20 @@ def deployed_instances(report, host: str) -> list:
             if row.get("state") == "deployed"]
 
 
-def rollout_plan(hostvars, hosts, serial, judged_hosts=(), gateways=False) -> dict:
-    """The rollout's hosts in order and its serial list. Without a gateway, the hosts and the operator's serial as
-    they are; with one, batches in which no model loses every serving replica at once
-    (rollout_batches.rollout_batches), from each judged host's report: the models its rollout will restart, and the
-    serving replicas of each model across the fleet."""
+def rollout_plan(hostvars, hosts, serial, models=()) -> dict:
+    """The rollout's hosts in order and its serial list, so that no batch takes every replica of a model out of the
+    gateway's rotation (rollout_batches.rollout_batches): ``models`` are the gateway's routes (each ``name`` with
+    its ``replicas``, as ``host/instance``), and what each host's rollout restarts comes from its judgement."""
     hosts = list(hosts or [])
     serial = list(serial) if isinstance(serial, (list, tuple)) else [serial]
-    if not gateways or not hosts:
-        return {"order": hosts, "serial": serial}
-    replicas: dict = {}
-    for name in judged_hosts or hosts:
-        for row in hostvars[name].get("llama_server_report") or []:
-            if row.get("state") == "deployed" and row.get("model_name"):
-                replicas[row["model_name"]] = replicas.get(row["model_name"], 0) + 1
+    replicas = {str(model["name"]): len(model.get("replicas") or []) for model in models or []}
     restarts = {}
     for name in hosts:
-        rows = hostvars[name].get("llama_server_report") or []
-        drained = {entry["instance"] for entry in restarting_instances(rows, name)}
-        restarts[name] = [row.get("model_name") for row in rows if row.get("instance") in drained
-                          and row.get("model_name")]
+        variables = hostvars[name]
+        drained = {f"{name}/{entry['instance']}" for entry in restarting_instances(
+            variables.get("_llama_server_judgement"), name, variables.get("llama_server_instances"))}
+        restarts[name] = [str(model["name"]) for model in models or []
+                          if drained & set(model.get("replicas") or [])]
     order, sizes = rollout_batches.rollout_batches(hosts, restarts, replicas, serial)
     return {"order": order, "serial": sizes}
 

@@ -44,6 +44,15 @@ options:
     description: The API key of each server, by C(host:instance). Not logged.
     type: dict
     default: {}
+  keep_hosts:
+    description:
+      - Hosts whose servers stay as the configuration written last has them (read from its routes file,
+        C(<config_path>.routes.json), root-only); the O(servers) given for them are not used. The deploy
+        playbook keeps the hosts its judge found work on, before their rollout (what runs there is known once their
+        instance step ran), and the hosts its rollout did not reach.
+    type: list
+    elements: str
+    default: []
   notes:
     description: Lines to keep as comments at the top of the file (why instances were left out).
     type: list
@@ -96,12 +105,17 @@ notes:
   returned: always
   type: list
   elements: str
+reload:
+  description: Whether HAProxy must load a new configuration (false when only the routes file changed).
+  returned: always
+  type: bool
 kept:
   description: Where the configuration that was there before, not written by this module, was kept.
   returned: when a foreign configuration was replaced
   type: str
 """
 
+import json  # noqa: E402
 import os  # noqa: E402
 import tempfile  # noqa: E402
 
@@ -144,6 +158,32 @@ def _servers(entries, keys) -> tuple[list[fleet_routes.Server], list[str]]:
     return servers, errors
 
 
+def _kept(path: str, params) -> tuple[list, dict]:
+    """The servers and keys to write: the given ones, but for the hosts in keep_hosts, which keep the servers of the
+    routes file written with the last configuration."""
+    keep = set(params["keep_hosts"])
+    servers = [entry for entry in params["servers"] if entry.get("host") not in keep]
+    keys = {name: key for name, key in params["server_keys"].items() if name.split(":", 1)[0] not in keep}
+    if keep:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                before = json.load(handle)
+        except (OSError, ValueError):
+            before = {}
+        servers += [entry for entry in before.get("servers") or [] if entry.get("host") in keep]
+        keys.update({name: key for name, key in (before.get("server_keys") or {}).items()
+                     if name.split(":", 1)[0] in keep})
+    return servers, keys
+
+
+def _write_private(path: str, text: str) -> None:
+    descriptor, temporary = tempfile.mkstemp(prefix=".llamafleet-", dir=os.path.dirname(path))
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.chmod(temporary, 0o600)
+    os.replace(temporary, path)
+
+
 def _masked(text: str, keys) -> str:
     for key in keys:
         if key:
@@ -151,49 +191,28 @@ def _masked(text: str, keys) -> str:
     return text
 
 
-def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "settings": module_settings_spec(),
-            "api_keys": {"type": "list", "elements": "str", "default": [], "no_log": True},
-            "servers": {"type": "list", "elements": "dict", "default": []},
-            "server_keys": {"type": "dict", "default": {}, "no_log": True},
-            "notes": {"type": "list", "elements": "str", "default": []},
-            "haproxy": {"type": "path", "default": "/usr/sbin/haproxy"},
-        },
-        supports_check_mode=True,
-    )
-    params = module.params
-    settings, errors = gateway_settings({**params["settings"], "api_keys": params["api_keys"]})
-    servers, server_errors = _servers(params["servers"], params["server_keys"])
-    routes = fleet_routes.routes(servers, params["notes"])
-    errors += server_errors + routes.errors
-    if errors:
-        module.fail_json(msg="the gateway cannot be configured: " + "; ".join(errors), errors=errors)
-    header = [HEADER, *(note.replace("\n", " ") for note in routes.notes)]
-    text = haproxy_config.render(settings, routes, header)
-    path = settings.config_path
+def _read(path: str) -> str:
     try:
         with open(path, encoding="utf-8") as handle:
-            before = handle.read()
+            return handle.read()
     except FileNotFoundError:
-        before = ""
-    changed = text != before
-    result = {"changed": changed, "path": path, "notes": routes.notes, "default_model":
-              haproxy_config.default_model(settings, routes),
-              "models": [{"name": model.name, "backend": model.backend,
-                          "replicas": [f"{server.host}/{server.instance}" for server in model.servers]}
-                         for model in routes.models]}
-    if module._diff:
-        keys = list(params["server_keys"].values())
-        result["diff"] = {"before": _masked(before, keys), "after": _masked(text, keys),
-                          "before_header": path, "after_header": path}
-    if not changed:
-        module.exit_json(**result)
+        return ""
+
+
+def _routes_text(servers) -> str:
+    """The routes file: what was routed, with the engines' keys (root-only, like the configuration)."""
+    return json.dumps({"servers": [{name: getattr(server, name) for name in SERVER_FIELDS} for server in servers],
+                       "server_keys": {f"{server.host}:{server.instance}": server.key for server in servers
+                                       if server.key}}, sort_keys=True, indent=1)
+
+
+def _replace(module, settings, text: str, before: str, result: dict) -> None:
+    """Check the new file with HAProxy's parser, save the servers' states, keep a foreign file, write."""
+    path = settings.config_path
     directory = os.path.dirname(path)
     if not os.path.isdir(directory):
         module.fail_json(msg=f"{directory} does not exist: is HAProxy installed?", **result)
-    complaint = check_config(params["haproxy"], text, directory)
+    complaint = check_config(module.params["haproxy"], text, directory)
     if complaint:
         module.fail_json(msg=f"HAProxy's parser refused the new configuration (nothing was written): {complaint}",
                          **result)
@@ -206,14 +225,50 @@ def main() -> None:
             result.setdefault("warnings", []).append(f"the servers' states were not saved before the reload: {err}")
     kept = f"{path}.before-llamafleet"
     if before and not before.startswith(f"# {HEADER}") and not os.path.exists(kept):
-        with open(kept, "w", encoding="utf-8") as handle:  # the file we replace was not ours: keep it, once
-            handle.write(before)
+        _write_private(kept, before)  # the file we replace was not ours: keep it, once
         result["kept"] = kept
-    descriptor, temporary = tempfile.mkstemp(prefix=".llamafleet-", dir=directory)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.chmod(temporary, 0o600)
-    os.replace(temporary, path)
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "settings": module_settings_spec(),
+            "api_keys": {"type": "list", "elements": "str", "default": [], "no_log": True},
+            "servers": {"type": "list", "elements": "dict", "default": []},
+            "server_keys": {"type": "dict", "default": {}, "no_log": True},
+            "keep_hosts": {"type": "list", "elements": "str", "default": []},
+            "notes": {"type": "list", "elements": "str", "default": []},
+            "haproxy": {"type": "path", "default": "/usr/sbin/haproxy"},
+        },
+        supports_check_mode=True,
+    )
+    params = module.params
+    settings, errors = gateway_settings({**params["settings"], "api_keys": params["api_keys"]})
+    routes_path = f"{settings.config_path}.routes.json"
+    servers, server_errors = _servers(*_kept(routes_path, params))
+    routes = fleet_routes.routes(servers, params["notes"])
+    errors += server_errors + routes.errors
+    if errors:
+        module.fail_json(msg="the gateway cannot be configured: " + "; ".join(errors), errors=errors)
+    text = haproxy_config.render(settings, routes, [HEADER, *(note.replace("\n", " ") for note in routes.notes)])
+    path = settings.config_path
+    before, routes_text = _read(path), _routes_text(servers)
+    changed = text != before or routes_text != _read(routes_path)
+    result = {"changed": changed, "path": path, "notes": routes.notes, "reload": changed and text != before,
+              "default_model": haproxy_config.default_model(settings, routes),
+              "models": [{"name": model.name, "backend": model.backend,
+                          "replicas": [f"{server.host}/{server.instance}" for server in model.servers]}
+                         for model in routes.models]}
+    if module._diff:
+        keys = list(params["server_keys"].values())
+        result["diff"] = {"before": _masked(before, keys), "after": _masked(text, keys),
+                          "before_header": path, "after_header": path}
+    if result["reload"]:
+        _replace(module, settings, text, before, result)
+    if changed and not module.check_mode:
+        _write_private(routes_path, routes_text)
+        if result["reload"]:
+            _write_private(path, text)
     module.exit_json(**result)
 
 

@@ -146,4 +146,11 @@ engine:
   description: The engine binary as installed (the role uses it instead of reading the install marker again).
   returned: always
   type: str
+work:
+  description:
+    - The instances the rollout will touch (a gateway drains them first) - C(instances), by name (present ones that
+      will restart or be written, absent ones still there) - or C(all) when a part they share (account, planning
+      runtime, engine, model) is not in place.
+  returned: always
+  type: dict
 """

@@ -113,6 +113,12 @@ engine:
     engine step has work.
   returned: always
   type: str
+work:
+  description:
+    - The instances the rollout will touch - C(instances), by name - or C(all) when a part they share is not in
+      place.
+  returned: always
+  type: dict
 lock_holder:
   description: Who holds the rollout lock (empty when it is free).
   returned: always

@@ -26,7 +26,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge impo
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import fleet_routes, haproxy_config
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.settings import gateway_settings
 
-from .conftest import REPO, Server, free_port
+from .conftest import REPO, Server, free_port, run_playbook
 
 LUA = REPO / "roles" / "llama_gateway" / "files" / "llamafleet.lua"
 CLIENT_KEY = "client-key-integration-1"
@@ -435,3 +435,97 @@ def test_reloads_under_load_drop_nothing_and_keep_a_drain(fleet):
     # The drain was saved before each reload and loaded by the new process.
     assert proxy.stats()[("model_beta", "h3:main")].status == "DRAIN"
     gateway.ready(proxy.api, "h3:main")
+
+
+def _config_task(tmp_path, **more):
+    settings = {"config_path": str(tmp_path / "haproxy.cfg"), "lua_path": str(LUA), "run_user": "", "chroot": "",
+                "admin_socket": str(tmp_path / "none.sock"), "state_file": str(tmp_path / "state"), **more}
+    return {"settings": settings, "api_keys": [CLIENT_KEY], "haproxy": _haproxy(),
+            "servers": [{"host": "h1", "instance": "main", "address": "10.0.0.1", "port": 8080, "slots": 2,
+                         "model": "alpha"}],
+            "server_keys": {"h1:main": ENGINE_KEY}}
+
+
+def test_the_config_module_writes_once_keeps_a_foreign_file_and_hides_keys(tmp_path):
+    """llamafleet.llamacpp.llama_gateway_config through ansible-playbook at -vvv: check mode writes nothing, a
+    foreign file is kept once, a second run changes nothing, a file HAProxy refuses is not written, and no key
+    shows in the output."""
+    (tmp_path / "haproxy.cfg").write_text("# Debian's own\nglobal\n")
+    args = _config_task(tmp_path)
+    bad = _config_task(tmp_path, tls_certificate=str(tmp_path / "missing.pem"), port=9000)
+    tasks = f"""
+    - name: Preview
+      llamafleet.llamacpp.llama_gateway_config: {json.dumps(args)}
+      check_mode: true
+      diff: true
+      register: preview
+    - name: Write
+      llamafleet.llamacpp.llama_gateway_config: {json.dumps(args)}
+      register: write
+    - name: Again
+      llamafleet.llamacpp.llama_gateway_config: {json.dumps(args)}
+      register: again
+    - name: A file HAProxy refuses
+      llamafleet.llamacpp.llama_gateway_config: {json.dumps(bad)}
+      register: refused
+      ignore_errors: true
+    - name: Keep the results
+      ansible.builtin.set_fact:
+        results: "{{{{ [preview, write, again, refused] }}}}"
+    """
+    proc, results = run_playbook(tmp_path, tasks, verbosity=3)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    preview, write, again, refused = results
+    assert (preview["changed"], write["changed"], again["changed"]) == (True, True, False)
+    assert "********" in preview["diff"]["after"]
+    assert write["kept"] == str(tmp_path / "haproxy.cfg.before-llamafleet")
+    assert (tmp_path / "haproxy.cfg.before-llamafleet").read_text() == "# Debian's own\nglobal\n"
+    text = (tmp_path / "haproxy.cfg").read_text()
+    assert text.startswith("# Written by llamafleet.llamacpp")
+    assert "server h1:main 10.0.0.1:8080 maxconn 2" in text
+    assert oct((tmp_path / "haproxy.cfg").stat().st_mode & 0o777) == "0o600"
+    assert refused["failed"] is True
+    assert "HAProxy's parser refused the new configuration (nothing was written)" in refused["msg"]
+    assert "missing.pem" in refused["msg"]
+    assert (tmp_path / "haproxy.cfg").read_text() == text
+    for secret in (CLIENT_KEY, ENGINE_KEY):
+        assert secret not in proc.stdout + proc.stderr
+
+
+def test_the_backend_module_drains_and_puts_back(fleet, tmp_path):
+    proxy = fleet["gateway"]
+    socket_path = str(proxy.directory / "admin.sock")
+    tasks = f"""
+    - name: Drain
+      llamafleet.llamacpp.llama_gateway_backend:
+        instances: [{{host: h2, instance: main}}, {{host: nobody, instance: main}}]
+        state: drained
+        timeout_s: 30
+        admin_socket: {socket_path}
+      register: drained
+    - name: Preview the return
+      llamafleet.llamacpp.llama_gateway_backend:
+        instances: [{{host: h2, instance: main}}]
+        state: ready
+        admin_socket: {socket_path}
+      check_mode: true
+      register: preview
+    - name: Back
+      llamafleet.llamacpp.llama_gateway_backend:
+        instances: [{{host: h2, instance: main}}]
+        state: ready
+        admin_socket: {socket_path}
+      register: back
+    - name: Keep the results
+      ansible.builtin.set_fact:
+        results: "{{{{ [drained, preview, back] }}}}"
+    """
+    proc, results = run_playbook(tmp_path, tasks)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    drained, preview, back = results
+    assert drained["changed"] is True
+    assert [entry["words"].split(",")[0] for entry in drained["servers"]] == ["h2:main: drained",
+                                                                              "nobody:main: not in this gateway"]
+    assert preview["servers"][0]["words"] == "h2:main: would be put back in rotation"
+    assert back["changed"] is True
+    assert proxy.stats()[("model_alpha", "h2:main")].serving

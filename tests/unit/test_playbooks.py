@@ -23,27 +23,32 @@ def test_the_deploy_playbook_loads(playbook):
     assert "deploy_llm.yml" in proc.stdout or "deploy-llm.yml" in proc.stdout
 
 
-def _rollout_batches(tmp_path, hosts: dict, gateways: tuple = ()) -> list[list[str]]:
-    """The deploy playbook's own judge-play vars and ordering task, and its rollout play's hosts and serial, on
-    local hosts whose group_by results arrive in reverse order (the later hosts sleep less): the batches it runs."""
+def _rollout_batches(tmp_path, hosts: dict, gateways: dict | None = None) -> list[list[str]]:
+    """The deploy playbook's own judge-play vars, its gateway play's ordering task and its rollout play's hosts and
+    serial, on local hosts whose group_by results arrive in reverse order (the later hosts sleep less): the batches
+    it runs."""
     root = os.path.dirname(os.path.abspath(conftest.__file__))
     with open(os.path.join(root, "playbooks", "deploy_llm.yml"), encoding="utf-8") as handle:
         plays = yaml.safe_load(handle)
     judge = next(play for play in plays if play["name"] == "Judge the fleet against its plans")
-    order = next(task for task in judge["tasks"] if task["name"] == "Order the rollout's batches")
+    gateway = next(play for play in plays if play["name"] == "Configure the fleet's gateways from what runs")
+    order = next(task for task in gateway["tasks"] if task["name"] == "Order the rollout's batches")
     deploy = next(play for play in plays if play["name"] == "Deploy llama-server")
     harness = [
         {"name": "Judge", "hosts": "llama_fleet", "gather_facts": False, "vars": judge["vars"], "tasks": [
             # The key is templated in each host's worker: the sleep orders the group_by results themselves.
             {"ansible.builtin.group_by": {
-                "key": "{{ lookup('ansible.builtin.pipe', 'sleep ' ~ delay) }}{{ group }}"}}, order]},
+                "key": "{{ lookup('ansible.builtin.pipe', 'sleep ' ~ delay) }}{{ group }}"}}]},
+        {"name": "Gateways", "hosts": gateway["hosts"], "gather_facts": False, "vars": judge["vars"],
+         "tasks": [order]},
         {"name": "Roll out", "hosts": deploy["hosts"], "serial": deploy["serial"], "gather_facts": False,
+         "vars": judge["vars"],
          "tasks": [{"ansible.builtin.debug": {"msg": "batch {{ ansible_play_batch | join(',') }}"}, "run_once": True}]},
     ]
     (tmp_path / "play.yml").write_text(yaml.safe_dump(harness))
     local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
     inventory = {"all": {"children": {"llama_fleet": {"hosts": hosts, "vars": local},
-                                      "llama_fleet_gateway": {"hosts": dict.fromkeys(gateways, local)}}}}
+                                      "llama_fleet_gateway": {"hosts": gateways or {}, "vars": local}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
     proc = subprocess.run(
         [BIN, "-i", str(tmp_path / "inventory.yml"), "-f", "4", str(tmp_path / "play.yml")], cwd=tmp_path,
@@ -64,15 +69,17 @@ def test_the_rollout_takes_its_hosts_in_inventory_order(tmp_path):
     assert batches == [["h1"], ["h3", "h4"]]
 
 
-def _host(delay, model):
-    return {"delay": delay, "group": "_llama_fleet_rollout", "llama_server_report": [
-        {"instance": "main", "state": "deployed", "model_name": model, "would_restart": True}]}
+def _host(delay):
+    return {"delay": delay, "group": "_llama_fleet_rollout",
+            "_llama_server_judgement": {"current": False, "work": {"all": False, "instances": ["main"]}}}
 
 
 def test_with_a_gateway_no_batch_restarts_every_replica_of_a_model(tmp_path):
-    """Two replicas of "m" (h2, h3) and two of "n" (h1, h4): after the canary h1, h2 and h4 go together (one replica
-    of each model), and h3 waits for the next batch."""
-    hosts = {"h1": _host(3, "n"), "h2": _host(2, "m"), "h3": _host(1, "m"), "h4": _host(0, "n")}
-    assert _rollout_batches(tmp_path, hosts, gateways=("gw",)) == [["h1"], ["h2", "h4"], ["h3"]]
+    """Two replicas of "m" (h2, h3) and two of "n" (h1, h4) in the gateway's rotation: after the canary h1, h2 and
+    h4 go together (one replica of each model), and h3 waits for the next batch."""
+    hosts = {"h1": _host(3), "h2": _host(2), "h3": _host(1), "h4": _host(0)}
+    models = [{"name": "m", "replicas": ["h2/main", "h3/main"]}, {"name": "n", "replicas": ["h1/main", "h4/main"]}]
+    assert _rollout_batches(tmp_path, hosts, {"gw": {"llama_gateway_models": models}}) == [
+        ["h1"], ["h2", "h4"], ["h3"]]
     # Without a gateway: the operator's batches as they are.
     assert _rollout_batches(tmp_path, hosts) == [["h1"], ["h2", "h3", "h4"]]

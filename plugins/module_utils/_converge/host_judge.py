@@ -42,8 +42,9 @@ def argument_spec() -> dict:
     }
 
 
-def shared_problems(params: Mapping, run: Runner, docker_run: Runner) -> tuple[str, list[str]]:
-    """(the engine, what the role would change in the parts every instance shares)."""
+def shared_problems(params: Mapping, run: Runner, docker_run: Runner) -> tuple[str, list[str], list[str]]:
+    """(the engine, what the role would change in the parts every instance shares, the absent instances that are
+    still there)."""
     settings = params["settings"]
     compose = settings["runtime"] == "compose"
     why = host.account_problems(params["account"]) + host.directory_problems(params["directories"])
@@ -57,21 +58,29 @@ def shared_problems(params: Mapping, run: Runner, docker_run: Runner) -> tuple[s
         engine, problem = host.engine_binary(params["engine"])
     why += [problem] if problem else []
     why += host.model_problems(params["models"], model_marker_dir(settings["models_dir"]))
+    leaving = []
     for name in params["absent"]:
         paths = paths_of(name, settings, settings["compose_dir"] if compose else "")
         left = host.absent_problem(name, paths, "" if compose else unit_path(name, params["unit_dir"]),
                                    (lambda n: host.container_known(docker_run, settings, n)) if compose
                                    else (lambda n: host.unit_known(run, n)))
+        if left:
+            leaving.append(name)
         why += [left] if left else []
-    return engine, why
+    return engine, why, leaving
 
 
 def judge(params: Mapping, run: Runner, docker_run: Runner) -> dict:
-    engine, why = shared_problems(params, run, docker_run)
-    report = []
+    """Whether the host runs its plans. ``work`` says which instances the rollout will touch: ``instances`` (by
+    name: a present one that will restart or be written, an absent one still there), or ``all`` when a part they
+    share (account, runtime, engine, model) is not in place, so that every instance's plan may change."""
+    engine, why, leaving = shared_problems(params, run, docker_run)
+    shared = len(why) > len(leaving)
+    report, work = [], list(leaving)
     image_ids: dict = {}
-    if not why:
-        # The instances are judged only on a host whose shared parts are in place: their plans need them.
+    if not shared:
+        # The instances are judged only on a host whose shared parts are in place: their plans need them. Every one
+        # is judged, so that a gateway drains exactly the ones the rollout will restart.
         for item in params["instances"]:
             entry, problem = instance.judge(
                 {**item, "settings": params["settings"], "engine": engine,
@@ -79,10 +88,11 @@ def judge(params: Mapping, run: Runner, docker_run: Runner) -> dict:
                 run, docker_run, unit_dir=params["unit_dir"], image_ids=image_ids)
             if problem:
                 why.append(problem)
-                break
+                work.append(item["name"])
+                continue
             report.append(entry)
     return {"current": not why, "why": why, "report": report if not why else [], "engine": engine,
-            "lock_holder": host.read_lock(params["lock_path"])}
+            "work": {"all": shared, "instances": work}, "lock_holder": host.read_lock(params["lock_path"])}
 
 
 def judge_or_why(params: Mapping, run: Runner, docker_run: Runner) -> dict:
@@ -91,7 +101,7 @@ def judge_or_why(params: Mapping, run: Runner, docker_run: Runner) -> dict:
         return judge(params, run, docker_run)
     except (OSError, KeyError, ValueError, TypeError) as err:
         return {"current": False, "why": [f"the host could not be judged: {err}"], "report": [], "engine": "",
-                "lock_holder": {}}
+                "work": {"all": True, "instances": []}, "lock_holder": {}}
 
 
 def process_runner(environment: Mapping[str, str] | None = None) -> Runner:

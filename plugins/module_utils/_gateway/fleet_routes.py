@@ -28,9 +28,10 @@ _HOST_NAME = re.compile(r"(?=.{1,253}\Z)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9
                         r"[A-Za-z0-9])?)*")
 # HAProxy proxy and server names: letters, digits and _ . : - only.
 _PROXY_NAME_CHAR = re.compile(r"[^A-Za-z0-9_.:-]")
-# The report's state of an instance whose engine runs its plan and answered /health and /props. A failed one stays
-# out of rotation, even when its rollback restored the previous unit: the next run that deploys it puts it back.
-_SERVING_STATES = ("deployed",)
+# The report's states of an instance whose engine runs and answered /props: "deployed" (it runs its plan) and
+# "previewed" (the judge found it will change: it serves its previous plan until the rollout drains it). A failed one
+# stays out of rotation, even when its rollback restored the previous unit: the next run that deploys it puts it back.
+_SERVING_STATES = ("deployed", "previewed")
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ def server_from_row(host: str, host_address: str, row: Mapping, key: str = "") -
         return None, f"error: {where}: its port {row.get('port')!r} is not a TCP port"
     slots = _int(row.get("slots"))
     if slots < 1:
-        return None, f"{where} is left out: its engine did not say how many slots it has (/props total_slots)"
+        return None, f"{where} is left out: its engine does not answer /props (not started yet, or loading)"
     model = str(row.get("model_name") or "")
     if not MODEL_NAME.fullmatch(model):
         return None, (f"error: {where}: its engine lists the model as {model!r}, which the gateway cannot route "

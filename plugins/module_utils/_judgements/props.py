@@ -52,5 +52,7 @@ def props_summary(props: Mapping | None) -> dict:
         "n_ctx": settings.get("n_ctx") if isinstance(settings, Mapping) else None,
         "total_slots": props.get("total_slots"),
         "model_path": props.get("model_path"),
+        # The name /v1/models lists (--alias; recent engines only): what a gateway routes by.
+        "model_alias": props.get("model_alias"),
         "build_info": props.get("build_info"),
     }

@@ -66,6 +66,7 @@ def test_what_the_plan_leaves_to_the_engine_is_not_judged():
 
 def test_props_summary_keeps_what_the_report_shows():
     assert props_summary(_props(4096, 2)) == {"n_ctx": 4096, "total_slots": 2, "model_path": MODEL,
-                                              "build_info": "b11434-unknown"}
+                                              "model_alias": None, "build_info": "b11434-unknown"}
+    assert props_summary({**_props(4096, 2), "model_alias": "gemma"})["model_alias"] == "gemma"
     assert props_summary(None) == {}
     assert props_summary({"default_generation_settings": "odd"})["n_ctx"] is None

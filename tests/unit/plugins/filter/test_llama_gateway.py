@@ -1,0 +1,96 @@
+"""The gateway role's filters (filter/llama_gateway.py): routes from the fleet's reports, what to drain and put
+back, and the rollout's order."""
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.llamafleet.llamacpp.plugins.filter import llama_gateway as filters
+
+ROW = {"instance": "main", "state": "deployed", "host": "0.0.0.0", "port": "8080", "slots": 2, "model_name": "tiny"}
+PRESETS = {"chat": {"MODEL": "m.gguf", "API_KEY": "preset-key-0001"}}
+
+
+def _host(report, instances=None, address=None):
+    variables = {"llama_server_report": report, "llama_server_presets": PRESETS,
+                 "llama_server_instances": instances if instances is not None else [
+                     {"name": "main", "preset": "chat", "api_key": "instance-key-01"}]}
+    if address:
+        variables["ansible_host"] = address
+    return variables
+
+
+def test_gateway_servers_from_reports():
+    hostvars = {"h1": _host([ROW], address="10.0.0.1"),
+                "h2": _host([{**ROW, "state": "failed"}], address="10.0.0.2"),
+                "h3": _host([ROW], instances=[{"name": "main", "preset": "chat"}]),  # the preset's key
+                "h4": {"ansible_host": "10.0.0.4"}}  # no report in this run
+    found = filters.gateway_servers(hostvars, ["h1", "h2", "h3", "h4"])
+    assert found["servers"] == [
+        {"host": "h1", "instance": "main", "address": "10.0.0.1", "port": 8080, "slots": 2, "model": "tiny"},
+        {"host": "h3", "instance": "main", "address": "h3", "port": 8080, "slots": 2, "model": "tiny"}]
+    assert found["server_keys"] == {"h1:main": "instance-key-01", "h3:main": "preset-key-0001"}
+    assert [note.split(" is left out")[0] for note in found["notes"]] == ["h2/main", "h4"]
+
+
+def test_kept_hosts_are_left_to_the_module():
+    hostvars = {"h1": _host([ROW], address="10.0.0.1"), "h2": {"ansible_host": "10.0.0.2"}}
+    found = filters.gateway_servers(hostvars, ["h1", "h2"], ["h2"])
+    assert [server["host"] for server in found["servers"]] == ["h1"]
+    assert found["notes"] == []
+    assert filters.gateway_servers({"h2": {}}, ["h2"], ["h2"])["servers"] == []
+
+
+def test_gateway_servers_refuses_what_it_cannot_route():
+    with pytest.raises(AnsibleFilterError, match="no host of the fleet was judged"):
+        filters.gateway_servers({"h1": {}}, ["h1"])
+    with pytest.raises(AnsibleFilterError, match="cannot route the fleet: h1/main: its engine lists the model"):
+        filters.gateway_servers({"h1": _host([{**ROW, "model_name": "a b"}])}, ["h1"])
+
+
+def test_absent_and_broken_instances_have_no_key():
+    variables = _host([], instances=[{"name": "gone", "state": "absent", "api_key": "k" * 10},
+                                     {"name": "odd", "preset": "missing"}, "not a dict"])
+    assert filters._keys(variables) == {}
+
+
+INSTANCES = [{"name": "main"}, {"name": "old", "state": "absent"}, "not a dict"]
+
+
+@pytest.mark.parametrize(
+    ("judgement", "drained"),
+    [
+        ({"current": True, "work": {"all": False, "instances": []}}, []),
+        ({"current": False, "work": {"all": False, "instances": ["main"]}}, ["main"]),
+        ({"current": False, "work": {"all": False, "instances": ["old"]}}, ["old"]),
+        ({"current": False, "work": {"all": True, "instances": []}}, ["main", "old"]),  # the engine changes
+        ({"current": False}, ["main", "old"]),  # a judgement of an older collection
+        (None, ["main", "old"]),
+    ],
+)
+def test_restarting_instances(judgement, drained):
+    assert filters.restarting_instances(judgement, "h1", INSTANCES) == [{"host": "h1", "instance": name}
+                                                                       for name in drained]
+
+
+@pytest.mark.parametrize(
+    ("rows", "back"),
+    [([ROW], ["main"]), ([{**ROW, "state": "failed"}], []), ([{**ROW, "state": "previewed"}], []), (None, [])],
+)
+def test_deployed_instances(rows, back):
+    assert filters.deployed_instances(rows, "h1") == [{"host": "h1", "instance": name} for name in back]
+
+
+def test_rollout_plan():
+    def judged(*names):
+        return {"_llama_server_judgement": {"current": not names, "work": {"all": False, "instances": list(names)}}}
+
+    hostvars = {"a": judged("main"), "b": judged("main"), "c": judged("main"), "d": judged()}
+    models = [{"name": "m", "replicas": ["a/main", "b/main", "d/main"]}, {"name": "n", "replicas": ["c/main"]}]
+    # m has three replicas in rotation (d restarts nothing): a and b may go together.
+    assert filters.rollout_plan(hostvars, ["a", "b", "c"], ["100%"], models) == {"order": ["a", "b", "c"],
+                                                                              "serial": [3]}
+    two = [{"name": "m", "replicas": ["a/main", "b/main"]}, {"name": "n", "replicas": ["c/main"]}]
+    assert filters.rollout_plan(hostvars, ["a", "b", "c"], "100%", two) == {"order": ["a", "c", "b"], "serial": [2, 1]}
+    # No gateway routes: the operator's batches.
+    assert filters.rollout_plan(hostvars, ["a", "b", "c"], [1, "100%"]) == {"order": ["a", "b", "c"], "serial": [1, 2]}
+    assert filters.rollout_plan(hostvars, [], [1], models) == {"order": [], "serial": []}
