@@ -114,6 +114,8 @@ def server_from_row(host: str, host_address: str, row: Mapping, key: str = "") -
     """The server a report row gives the gateway, or why it gives none (a note, or an error prefixed "error: ")."""
     where = f"{host}/{row.get('instance', '?')}"
     state = str(row.get("state") or "")
+    if state == "absent":
+        return None, ""  # removed on purpose: nothing to say
     if state not in _SERVING_STATES:
         return None, f"{where} is left out: its state is {state or 'unknown'}"
     listen = str(row.get("host") or "")
@@ -167,11 +169,12 @@ def fleet_servers(hosts: Iterable[Mapping]) -> dict:
     (where the gateway reaches it), ``report`` (its rows from this run's judge or rollout; None when it has none)
     and ``keys`` (each instance's API key).
 
-    Returns ``servers`` (plain dicts, without keys), ``server_keys`` (by ``host:instance``), ``notes`` (instances
-    and hosts left out) and ``errors``. A host without a report in this run (unreachable, failed before its judge)
-    is left out: nothing says what it runs.
+    Returns ``servers`` (plain dicts, without keys), ``server_keys`` (by ``host:instance``), ``verified`` (the
+    servers whose instance runs its plan, verified in this run: they belong in rotation, even one a failed rollout
+    left drained), ``notes`` (instances and hosts left out) and ``errors``. A host without a report in this run
+    (unreachable, failed before its judge) is left out: nothing says what it runs.
     """
-    servers, keys, notes, errors = [], {}, [], []
+    servers, keys, verified, notes, errors = [], {}, [], [], []
     for host in hosts:
         name, report = str(host.get("name")), host.get("report")
         if report is None:
@@ -188,4 +191,6 @@ def fleet_servers(hosts: Iterable[Mapping]) -> dict:
                                 "port": server.port, "slots": server.slots, "model": server.model})
                 if server.key:
                     keys[f"{server.host}:{server.instance}"] = server.key
-    return {"servers": servers, "server_keys": keys, "notes": notes, "errors": errors}
+                if row.get("state") == "deployed":
+                    verified.append({"host": server.host, "instance": server.instance})
+    return {"servers": servers, "server_keys": keys, "verified": verified, "notes": notes, "errors": errors}

@@ -29,6 +29,7 @@ def test_gateway_servers_from_reports():
         {"host": "h1", "instance": "main", "address": "10.0.0.1", "port": 8080, "slots": 2, "model": "tiny"},
         {"host": "h3", "instance": "main", "address": "h3", "port": 8080, "slots": 2, "model": "tiny"}]
     assert found["server_keys"] == {"h1:main": "instance-key-01", "h3:main": "preset-key-0001"}
+    assert found["verified"] == [{"host": "h1", "instance": "main"}, {"host": "h3", "instance": "main"}]
     assert [note.split(" is left out")[0] for note in found["notes"]] == ["h2/main", "h4"]
 
 

@@ -21,7 +21,7 @@ ROW = {"instance": "main", "state": "deployed", "host": "0.0.0.0", "port": "8080
         ({"state": "failed"}, None, "its state is failed"),
         ({"state": "previewed"}, "10.0.0.5", ""),  # it will change, and serves until it is drained
         ({"state": "previewed", "slots": 0}, None, "does not answer /props"),
-        ({"state": "absent"}, None, "its state is absent"),
+        ({"state": "absent"}, None, ""),  # removed on purpose: no note
         ({"state": ""}, None, "its state is unknown"),
         ({"slots": 0}, None, "does not answer /props"),
         ({"slots": "x"}, None, "does not answer /props"),
