@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """A constant load on the fleet's gateway: N clients, each sending one request after the other, alternating a short
 completion and a streaming one, until a stop file appears (or a duration passes). Every request is recorded: when
 it started and ended, its status, and whether a stream ended with [DONE].
@@ -82,7 +81,7 @@ def failures(records: list[dict]) -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--url", required=True, help="the gateway's URL")
     parser.add_argument("--key-file", default="", help="a file holding the client key")
     parser.add_argument("--model", default="", help="the model to ask for (default: the gateway's default)")

@@ -146,8 +146,8 @@ def fleet(tmp_path_factory, engine_bin, model_path):
         started.append(server)
         return server
 
-    alpha1, _ = _engine(start, engine_bin, model_path, "alpha")
-    alpha2, _ = _engine(start, engine_bin, model_path, "alpha")
+    alpha1, _argv = _engine(start, engine_bin, model_path, "alpha")
+    alpha2, _argv = _engine(start, engine_bin, model_path, "alpha")
     beta, beta_argv = _engine(start, engine_bin, model_path, "beta")
     for engine in started:
         engine.wait_healthy()
@@ -196,7 +196,7 @@ def _raw(port, payload: bytes, pause_after=None, timeout=15):
             if not chunk:
                 break
             data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
+    head, _blank, body = data.partition(b"\r\n\r\n")
     return int(head.split(b" ")[1]), json.loads(body or b"null")
 
 
@@ -314,8 +314,8 @@ def _concurrently(calls):
 def test_each_replica_takes_its_slot_count_and_the_rest_queue_in_the_gateway(fleet):
     proxy = fleet["gateway"]
     body = {**SHORT, "n_predict": 24}
-    results = _concurrently([lambda: _call(proxy.url("/completion"), body) for _ in range(6)])
-    assert [status for status, _ in results] == [200] * 6
+    results = _concurrently([lambda: _call(proxy.url("/completion"), body) for _index in range(6)])
+    assert [status for status, _answer in results] == [200] * 6
     text = proxy.api.ask("show stat")
     header = text.splitlines()[0][2:].split(",")
     rows = [dict(zip(header, line.split(","), strict=False)) for line in text.splitlines()[1:]]
@@ -356,7 +356,7 @@ def test_a_drain_lets_the_stream_finish_while_the_other_replica_serves(fleet):
     drainer.start()
     time.sleep(0.3)
     # Drained: new requests go to the other replica only, and succeed.
-    for _ in range(3):
+    for _attempt in range(3):
         assert _call(proxy.url("/completion"), SHORT)[0] == 200
     assert proxy.stats()[("model_alpha", busy)].status == "DRAIN"
     drainer.join(timeout=150)
@@ -414,7 +414,7 @@ def test_reloads_under_load_drop_nothing_and_keep_a_drain(fleet):
             except OSError as err:  # a refused or reset connection: what a reload must never cause
                 outcomes.append(repr(err))
 
-    workers = [threading.Thread(target=load) for _ in range(3)]
+    workers = [threading.Thread(target=load) for _index in range(3)]
     for worker in workers:
         worker.start()
     servers = fleet["servers"]

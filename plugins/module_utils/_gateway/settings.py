@@ -151,8 +151,8 @@ def argument_spec() -> dict:
 def module_settings_spec() -> dict:
     """The module's ``settings`` option: every setting but the clients' keys, which have an option of their own
     (not logged)."""
-    return {"type": "dict", "default": {}, "options": {name: spec for name, spec in argument_spec().items()
-                                                        if name != "api_keys"}}
+    options = {name: spec for name, spec in argument_spec().items() if name != "api_keys"}
+    return {"type": "dict", "default": {}, "options": options}
 
 
 def _address_problem(value: str) -> str:

@@ -69,8 +69,8 @@ INSTANCES = [{"name": "main"}, {"name": "old", "state": "absent"}, "not a dict"]
     ],
 )
 def test_restarting_instances(judgement, drained):
-    assert filters.restarting_instances(judgement, "h1", INSTANCES) == [{"host": "h1", "instance": name}
-                                                                       for name in drained]
+    expected = [{"host": "h1", "instance": name} for name in drained]
+    assert filters.restarting_instances(judgement, "h1", INSTANCES) == expected
 
 
 @pytest.mark.parametrize(
@@ -88,8 +88,8 @@ def test_rollout_plan():
     hostvars = {"a": judged("main"), "b": judged("main"), "c": judged("main"), "d": judged()}
     models = [{"name": "m", "replicas": ["a/main", "b/main", "d/main"]}, {"name": "n", "replicas": ["c/main"]}]
     # m has three replicas in rotation (d restarts nothing): a and b may go together.
-    assert filters.rollout_plan(hostvars, ["a", "b", "c"], ["100%"], models) == {"order": ["a", "b", "c"],
-                                                                              "serial": [3]}
+    expected = {"order": ["a", "b", "c"], "serial": [3]}
+    assert filters.rollout_plan(hostvars, ["a", "b", "c"], ["100%"], models) == expected
     two = [{"name": "m", "replicas": ["a/main", "b/main"]}, {"name": "n", "replicas": ["c/main"]}]
     assert filters.rollout_plan(hostvars, ["a", "b", "c"], "100%", two) == {"order": ["a", "c", "b"], "serial": [2, 1]}
     # No gateway routes: the operator's batches.

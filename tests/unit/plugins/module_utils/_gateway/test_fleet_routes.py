@@ -49,7 +49,7 @@ def test_server_key_checked_and_hidden():
     assert server is None
     assert note.startswith("error:")
     assert "bad key" not in note
-    server, _ = fleet_routes.server_from_row("h1", "10.0.0.5", ROW, key="good-key-1")
+    server, _note = fleet_routes.server_from_row("h1", "10.0.0.5", ROW, key="good-key-1")
     assert "good-key-1" not in repr(server)
 
 

@@ -32,8 +32,8 @@ def _text(description) -> str:
 def test_role_default_and_spec(setting):
     assert DEFAULTS[setting.role_variable] == _plain(setting.default)
     spec = SPECS[setting.role_variable]
-    assert (spec["type"], spec["default"], spec.get("no_log", False)) == (setting.type, _plain(setting.default),
-                                                                         setting.secret)
+    expected = (setting.type, _plain(setting.default), setting.secret)
+    assert (spec["type"], spec["default"], spec.get("no_log", False)) == expected
     assert _text(spec["description"]) == " ".join(setting.doc.split())
 
 
@@ -51,7 +51,9 @@ def test_the_role_passes_every_setting_but_the_keys_by_its_variable():
     assert list(FRAGMENT) == list(module_settings_spec()["options"])
 
 
-@pytest.mark.parametrize("setting", [s for s in GATEWAY_SETTINGS if s.bounds], ids=[s.name for s in GATEWAY_SETTINGS
-                                                                                     if s.bounds])
+BOUNDED = [setting for setting in GATEWAY_SETTINGS if setting.bounds]
+
+
+@pytest.mark.parametrize("setting", BOUNDED, ids=[setting.name for setting in BOUNDED])
 def test_numbers_say_their_range(setting):
     assert f"From {setting.bounds[0]} to {setting.bounds[1]}." in setting.doc
