@@ -151,6 +151,8 @@ def _frontend(settings: GatewaySettings, routes: Routes) -> list[str]:
              # The whole body is read before the rules run: the model is in it.
              "    option http-buffer-request",
              "    option forwardfor",
+             # After a reload, the old process tells each client to come back on a new connection (the new process).
+             "    http-after-response set-header Connection close if { stopping }",
              _json_return(200, '{"status":"ok"}', "if METH_GET { path /health }")]
     lines += _key_rules(settings, "llf_key")
     too_big = _error_json(413, "invalid_request_error", f"the request body is over {limit} bytes")
@@ -202,8 +204,10 @@ def _backend(settings: GatewaySettings, model) -> list[str]:
              "    retries 3",
              "    retry-on conn-failure",
              "    option redispatch 1",
-             f"    http-request lua.llamafleet_wait {queue_ms}",
-             _json_return(503, none_ready, "if { nbsrv() eq 0 }")]
+             # A process that is stopping (the old one, after a reload) finishes the requests it still gets on its
+             # kept-alive connections: its backends count no usable server then, and need not.
+             f"    http-request lua.llamafleet_wait {queue_ms} unless {{ stopping }}",
+             _json_return(503, none_ready, "if { nbsrv() eq 0 } !{ stopping }")]
     if model.key:
         lines.append(f"    http-request set-header Authorization {_quoted('Bearer ' + model.key)}")
     else:

@@ -62,7 +62,7 @@ def test_backend_slots_and_health():
     assert "option httpchk GET /health" in backend
     assert "http-check expect status 200" in backend
     assert "balance leastconn" in backend
-    assert "http-request lua.llamafleet_wait 45000" in backend
+    assert "http-request lua.llamafleet_wait 45000 unless { stopping }" in backend
     assert "timeout queue 45s" in text
 
 
