@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -157,7 +158,8 @@ def served_requests(gateway_host: dict) -> int:
               "print(sum(int(x['stot'] or 0) for x in r if x['svname'] not in ('FRONTEND','BACKEND')))")
     key = json.loads(sh(ROOT / "scripts" / "fleet.sh", "hosts"))["ssh_key"]
     return int(sh("ssh", "-i", key, "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-                  "-o", "LogLevel=ERROR", f"root@{gateway_host['address']}", "python3", "-c", script).strip())
+                  "-o", "LogLevel=ERROR", f"root@{gateway_host['address']}", "python3 -c " + shlex.quote(script))
+               .strip())
 
 
 def bad_requests(url: str, key: str, gateway_host: dict) -> list[str]:
@@ -224,8 +226,6 @@ def main() -> None:
         seconds = deploy(2048, gateway_inventory)
     streamer.join()
     through, straight = overhead(url, direct, key)
-    table = bad_requests(url, key, hosts[0])
-    deploy(4096, gateway_inventory)  # back to the default, for the next run
 
     print(f"\n{args.hosts} hosts, {args.clients} clients; latency p50 / p99 in seconds (short: 8 tokens; "
           "stream: 48 tokens)\n")
@@ -238,8 +238,9 @@ def main() -> None:
           f"{' ' + stream['error'] if stream.get('error') else ''}")
     print(f"gateway overhead: median {through * 1000:.1f} ms through the gateway, {straight * 1000:.1f} ms direct: "
           f"ratio {through / straight:.3f}")
-    print("\n| bad request | status | error type | requests engines saw |\n|---|---|---|---|")
-    print("\n".join(table))
+    print("\n| bad request | status | error type | requests engines saw |\n|---|---|---|---|", flush=True)
+    print("\n".join(bad_requests(url, key, hosts[0])), flush=True)
+    deploy(4096, gateway_inventory)  # back to the default, for the next run
 
 
 if __name__ == "__main__":

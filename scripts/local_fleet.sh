@@ -66,13 +66,13 @@ for host in json.load(sys.stdin)["hosts"]:
 import json, re, sys, urllib.request
 key = open(sys.argv[1]).read().strip()
 url = re.search(r"^gateway: (\S+)$", open(sys.argv[2]).read(), re.M).group(1)
-body = json.dumps({"model": "gemma-3-270m", "messages": [{"role": "user", "content": "Name the capital of France."}],
-                   "max_tokens": 16, "temperature": 0}).encode()
-request = urllib.request.Request(url + "/v1/chat/completions", data=body,
+body = json.dumps({"model": "gemma-3-270m", "prompt": "The capital of France is", "max_tokens": 12,
+                   "temperature": 0}).encode()
+request = urllib.request.Request(url + "/v1/completions", data=body,
                                  headers={"Content-Type": "application/json", "Authorization": "Bearer " + key})
 with urllib.request.urlopen(request, timeout=120) as resp:
     answer = json.load(resp)
-print("gateway %s (%s): %s" % (url, answer["model"], answer["choices"][0]["message"]["content"].strip()))
+print("gateway %s (%s): The capital of France is%s" % (url, answer["model"], answer["choices"][0]["text"]))
 ' "$LLAMAFLEET_DEMO_KEY_FILE" "$root/fleet-summary.md"
 }
 
