@@ -212,7 +212,7 @@ def _replace(module, settings, text: str, before: str, result: dict) -> None:
     directory = os.path.dirname(path)
     if not os.path.isdir(directory):
         module.fail_json(msg=f"{directory} does not exist: is HAProxy installed?", **result)
-    complaint = check_config(module.params["haproxy"], text, directory)
+    complaint = check_config(module.run_command, module.params["haproxy"], text, directory)
     if complaint:
         module.fail_json(msg=f"HAProxy's parser refused the new configuration (nothing was written): {complaint}",
                          **result)

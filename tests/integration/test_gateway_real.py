@@ -34,6 +34,12 @@ ENGINE_KEY = "engine-key-integration-2"
 MAX_BODY = 64 * 1024
 
 
+def _run(argv):
+    """A command as AnsibleModule.run_command runs it: (rc, out, err)."""
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    return done.returncode, done.stdout, done.stderr
+
+
 def _haproxy() -> str:
     path = shutil.which("haproxy") or "/usr/sbin/haproxy"
     assert Path(path).is_file(), "haproxy is not installed: .ci/run installs Debian's haproxy and lua-cjson"
@@ -66,7 +72,7 @@ class Gateway:
         routes = fleet_routes.routes(servers)
         assert routes.errors == []
         text = haproxy_config.render(settings, routes)
-        assert gateway.check_config(_haproxy(), text, str(self.directory)) == ""
+        assert gateway.check_config(_run, _haproxy(), text, str(self.directory)) == ""
         self.config.write_text(text)
         (self.directory / "server-state").touch()
 
@@ -227,9 +233,9 @@ def test_rendered_configurations_pass_haproxys_parser(tmp_path):
         settings, errors = gateway_settings({"lua_path": str(LUA), **raw})
         assert errors == [], name
         text = haproxy_config.render(settings, fleet_routes.routes(members))
-        assert gateway.check_config(_haproxy(), text, str(tmp_path)) == "", name
+        assert gateway.check_config(_run, _haproxy(), text, str(tmp_path)) == "", name
     broken = haproxy_config.render(settings, fleet_routes.routes(servers)).replace("balance leastconn", "balance x")
-    assert "balance" in gateway.check_config(_haproxy(), broken, str(tmp_path))
+    assert "balance" in gateway.check_config(_run, _haproxy(), broken, str(tmp_path))
 
 
 def test_routes_by_model_and_answers_the_model_list(fleet):

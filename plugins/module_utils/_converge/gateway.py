@@ -14,12 +14,12 @@ import contextlib
 import fcntl
 import os
 import socket
-import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import runtime_api
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.service import Runner
 
 DRAIN_LOCK = "/run/llamafleet-gateway.lock"
 POLL_S = 0.25
@@ -126,20 +126,19 @@ def ready(api: RuntimeSocket, server: str) -> dict:
             "words": f"{server}: back in rotation" if changed else f"{server}: in rotation"}
 
 
-def check_config(haproxy: str, text: str, directory: str) -> str:
+def check_config(run: Runner, haproxy: str, text: str, directory: str) -> str:
     """HAProxy's own parser on the text, written to a private file next to the configuration; its complaint
-    ("" when it accepts the file)."""
+    ("" when it accepts the file). ``run`` runs a command as AnsibleModule.run_command does: (rc, out, err)."""
     descriptor, path = tempfile.mkstemp(prefix=".llamafleet-check-", suffix=".cfg", dir=directory)
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             handle.write(text)
-        found = subprocess.run([haproxy, "-c", "-f", path], capture_output=True, text=True, check=False)
+        rc, out, err = run([haproxy, "-c", "-f", path])
     finally:
         os.unlink(path)
-    if found.returncode == 0:
+    if rc == 0:
         return ""
-    said = [line for line in (found.stderr + found.stdout).splitlines() if "[ALERT]" in line] or [
-        f"haproxy -c exited {found.returncode}"]
+    said = [line for line in (err + out).splitlines() if "[ALERT]" in line] or [f"haproxy -c exited {rc}"]
     return "\n".join(said).replace(path, "<new configuration>")
 
 
@@ -152,8 +151,3 @@ def save_server_state(api: RuntimeSocket, path: str) -> None:
         handle.write(text)
     os.chmod(temporary, 0o600)
     os.replace(temporary, path)
-
-
-def run(argv: Sequence[str]) -> tuple[int, str]:
-    found = subprocess.run(list(argv), capture_output=True, text=True, check=False)
-    return found.returncode, (found.stderr or found.stdout).strip()
