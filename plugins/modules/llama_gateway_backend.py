@@ -106,17 +106,21 @@ def main() -> None:
             states = api.states()
             for name in names:
                 found = runtime_api.find(states, name)
-                verb = "would be drained" if params["state"] == "drained" else "would be put back in rotation"
-                results.append({"server": name, "words": f"{name}: {verb}" if found else
-                                f"{name}: not in this gateway"})
+                if params["state"] == "drained":
+                    change = any(not state.status.startswith("DRAIN") for state in found)
+                    verb = "would be drained" if change else "drained already"
+                else:
+                    change = any(not state.serving for state in found)
+                    verb = "would be put back in rotation" if change else "in rotation"
+                results.append({"server": name, "changed": change,
+                                "words": f"{name}: {verb}" if found else f"{name}: not in this gateway"})
         else:
             for name in names:
                 results.append(drain(api, name, params["timeout_s"]) if params["state"] == "drained"
                                else ready(api, name))
     except GatewayError as err:
         module.fail_json(msg=str(err), servers=results)
-    changed = any(entry.get("changed") for entry in results) or (
-        module.check_mode and any("would" in entry["words"] for entry in results))
+    changed = any(entry.get("changed") for entry in results)
     module.exit_json(changed=changed, servers=results)
 
 

@@ -533,5 +533,6 @@ def test_the_backend_module_drains_and_puts_back(fleet, tmp_path):
     assert [entry["words"].split(",")[0] for entry in drained["servers"]] == ["h2:main: drained",
                                                                               "nobody:main: not in this gateway"]
     assert preview["servers"][0]["words"] == "h2:main: would be put back in rotation"
+    assert preview["changed"] is True
     assert back["changed"] is True
     assert proxy.stats()[("model_alpha", "h2:main")].serving
