@@ -117,7 +117,6 @@ kept:
 
 import json  # noqa: E402
 import os  # noqa: E402
-import tempfile  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
@@ -134,6 +133,10 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway impor
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.settings import (  # noqa: E402
     gateway_settings,
     module_settings_spec,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.files import (  # noqa: E402
+    read_bytes,
+    write_atomically,
 )
 
 SERVER_FIELDS = ("host", "instance", "address", "port", "slots", "model")
@@ -158,17 +161,16 @@ def _servers(entries, keys) -> tuple[list[fleet_routes.Server], list[str]]:
     return servers, errors
 
 
-def _kept(path: str, params) -> tuple[list, dict]:
+def _kept(routes_before: str, params) -> tuple[list, dict]:
     """The servers and keys to write: the given ones, but for the hosts in keep_hosts, which keep the servers of the
-    routes file written with the last configuration."""
+    routes file written with the last configuration (its text, "" when there is none)."""
     keep = set(params["keep_hosts"])
     servers = [entry for entry in params["servers"] if entry.get("host") not in keep]
     keys = {name: key for name, key in params["server_keys"].items() if name.split(":", 1)[0] not in keep}
     if keep:
         try:
-            with open(path, encoding="utf-8") as handle:
-                before = json.load(handle)
-        except (OSError, ValueError):
+            before = json.loads(routes_before or "{}")
+        except ValueError:
             before = {}
         servers += [entry for entry in before.get("servers") or [] if entry.get("host") in keep]
         keys.update({name: key for name, key in (before.get("server_keys") or {}).items()
@@ -177,11 +179,8 @@ def _kept(path: str, params) -> tuple[list, dict]:
 
 
 def _write_private(path: str, text: str) -> None:
-    descriptor, temporary = tempfile.mkstemp(prefix=".llamafleet-", dir=os.path.dirname(path))
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.chmod(temporary, 0o600)
-    os.replace(temporary, path)
+    """Root-only: the configuration and the routes file hold the engines' key."""
+    write_atomically(path, text.encode("utf-8"), 0o600, make_dirs=False)
 
 
 def _masked(text: str, keys) -> str:
@@ -192,11 +191,7 @@ def _masked(text: str, keys) -> str:
 
 
 def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return ""
+    return (read_bytes(path) or b"").decode("utf-8")
 
 
 def _routes_text(servers) -> str:
@@ -245,7 +240,11 @@ def main() -> None:
     params = module.params
     settings, errors = gateway_settings({**params["settings"], "api_keys": params["api_keys"]})
     routes_path = f"{settings.config_path}.routes.json"
-    servers, server_errors = _servers(*_kept(routes_path, params))
+    try:
+        routes_before = _read(routes_path)
+    except OSError:
+        routes_before = ""  # unreadable: nothing is kept, and it is written anew
+    servers, server_errors = _servers(*_kept(routes_before, params))
     routes = fleet_routes.routes(servers, params["notes"])
     errors += server_errors + routes.errors
     if errors:
@@ -253,7 +252,7 @@ def main() -> None:
     text = haproxy_config.render(settings, routes, [HEADER, *(note.replace("\n", " ") for note in routes.notes)])
     path = settings.config_path
     before, routes_text = _read(path), _routes_text(servers)
-    changed = text != before or routes_text != _read(routes_path)
+    changed = text != before or routes_text != routes_before
     result = {"changed": changed, "path": path, "notes": routes.notes, "reload": changed and text != before,
               "default_model": haproxy_config.default_model(settings, routes),
               "models": [{"name": model.name, "backend": model.backend,

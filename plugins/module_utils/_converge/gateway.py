@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import runtime_api
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.files import write_atomically
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.service import Runner
 
 DRAIN_LOCK = "/run/llamafleet-gateway.lock"
@@ -144,10 +145,4 @@ def check_config(run: Runner, haproxy: str, text: str, directory: str) -> str:
 
 def save_server_state(api: RuntimeSocket, path: str) -> None:
     """The servers' states (drained ones included) into the file the next process loads at its start."""
-    text = api.ask("show servers state")
-    directory = os.path.dirname(path)
-    descriptor, temporary = tempfile.mkstemp(prefix=".llamafleet-state-", dir=directory)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.chmod(temporary, 0o600)
-    os.replace(temporary, path)
+    write_atomically(path, api.ask("show servers state").encode("utf-8"), 0o600, make_dirs=False)

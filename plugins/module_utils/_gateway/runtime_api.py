@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 # What HAProxy says of a server's status in show stat: "UP", "DOWN", "DRAIN", "MAINT", "MAINT (via ...)",
@@ -109,7 +109,3 @@ def drained_words(server: str, waited_s: float, left: int, timeout_s: int) -> st
         return (f"{server}: {left} request(s) still in flight after the drain timeout ({timeout_s} s); "
                 "restarting anyway")
     return f"{server}: drained, no request in flight (waited {waited_s:.1f} s)"
-
-
-def by_key(states: Iterable[ServerState]) -> Mapping[tuple[str, str], ServerState]:
-    return {(state.backend, state.server): state for state in states}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.fleet_routes import (
     MODEL_NAME,
@@ -117,31 +117,14 @@ GATEWAY_SETTINGS: tuple[GatewaySetting, ...] = (
 BY_NAME = {setting.name: setting for setting in GATEWAY_SETTINGS}
 
 
-@dataclass(frozen=True)
-class GatewaySettings:
-    listen_address: str = "0.0.0.0"
-    port: int = 8000
-    api_keys: tuple[str, ...] = field(default=(), repr=False)
-    allow_open: bool = False
-    default_model: str = ""
-    tls_certificate: str = ""
-    max_body_bytes: int = 1 * MIB
-    max_header_bytes: int = 32 * KIB
-    request_timeout_s: int = 30
-    queue_timeout_s: int = 60
-    connect_timeout_s: int = 5
-    response_timeout_s: int = 600
-    client_timeout_s: int = 600
-    health_interval_s: int = 2
-    maxconn: int = 4096
-    drain_timeout_s: int = 300
-    metrics_port: int = 0
-    config_path: str = "/etc/haproxy/haproxy.cfg"
-    lua_path: str = "/etc/haproxy/llamafleet.lua"
-    admin_socket: str = "/run/haproxy/admin.sock"
-    state_file: str = "/var/lib/haproxy/llamafleet-server-state"
-    run_user: str = "haproxy"
-    chroot: str = "/var/lib/haproxy"
+_PYTHON_TYPES = {"str": str, "int": int, "bool": bool, "list": tuple}
+# The checked settings, one attribute per row of the table with its default (a secret one kept out of repr): built
+# from the table, so a setting and its default are declared once.
+GatewaySettings = make_dataclass(
+    "GatewaySettings",
+    [(setting.name, _PYTHON_TYPES[setting.type], field(default=setting.default, repr=not setting.secret))
+     for setting in GATEWAY_SETTINGS],
+    frozen=True)
 
 
 def argument_spec() -> dict:

@@ -5,17 +5,7 @@ import pytest
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import gateway
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.runtime_api import ServerState
-
-
-class Clock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
+from tests.unit.support.clock import Clock
 
 
 class Runtime:

@@ -10,6 +10,7 @@ import pytest
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes import service
 from tests.unit.plugins.module_utils._judgements.test_running_state import SHOW
+from tests.unit.support.clock import Clock
 
 PROPS = {"default_generation_settings": {"n_ctx": 4096}, "total_slots": 1, "model_path": "/m/a.gguf",
          "build_info": "b11434-unknown"}
@@ -87,17 +88,6 @@ def test_nothing_listening(tmp_path):
     assert service.http_get("http://127.0.0.1:9/health", timeout=1)[0] == service.NO_LISTENER
     assert service.http_get("http://localhost/health", str(tmp_path / "none.sock"))[0] == service.NO_LISTENER
     assert service.read_props("http://127.0.0.1:9/health") is None
-
-
-class Clock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
 
 
 def _wait(url, clock, starting=lambda: True, timeout_s=60, listen_timeout_s=10):
