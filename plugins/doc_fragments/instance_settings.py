@@ -67,6 +67,10 @@ options:
         description: Accept a server that listens beyond loopback without an API key.
         type: bool
         default: false
+      metrics:
+        description: Serve Prometheus metrics (C(--metrics)) from every instance whose preset does not set C(METRICS).
+        type: bool
+        default: false
       nvidia:
         description:
           - The unit's NVIDIA device rules, and a compose service's GPU reservation. C(auto) when the plan saw NVIDIA

@@ -25,6 +25,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner impor
     launch_queues,
     load_guard,
     load_mode,
+    metrics,
     moe,
     prompt_cache,
     reasoning,
@@ -130,7 +131,8 @@ class Decisions:
     socket; ``health_url``/``health_unix_socket``: where the host itself asks /health. ``slot_dir``: the
     --slot-save-path the plan wrote (the service creates and empties it), ``slot_persist``: SLOT_PERSIST
     was accepted, so persist-* files survive that emptying. ``api_key_file``: the --api-key-file the plan
-    wrote. ``preflight_swaps``: (argv index, what) of values that exist only under the service.
+    wrote. ``metrics``: the engine serves /metrics (--metrics in argv, or its variable in the service
+    environment). ``preflight_swaps``: (argv index, what) of values that exist only under the service.
     ``expect``: what the running engine must report in /props (context, slots, model), from the final argv.
     """
 
@@ -143,6 +145,7 @@ class Decisions:
     slot_dir: str = ""
     slot_persist: bool = False
     api_key_file: str = ""
+    metrics: bool = False
     preflight_swaps: tuple[tuple[int, str], ...] = ()
     expect: Expectations = field(default_factory=Expectations)
 
@@ -157,6 +160,7 @@ class Decisions:
             "slot_dir": self.slot_dir,
             "slot_persist": self.slot_persist,
             "api_key_file": self.api_key_file,
+            "metrics": self.metrics,
             "preflight_swaps": [list(swap) for swap in self.preflight_swaps],
             "expect": self.expect.as_dict(),
         }
@@ -215,6 +219,7 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
     _placement_args(draft)
     _reasoning_args(draft)
     _key_args(draft)
+    _endpoint_args(draft)
     _cache_args(draft)
     _decoding_args(draft)
     _closing_notes(draft)
@@ -233,6 +238,7 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
             slot_dir=draft.slot_dir,
             slot_persist=draft.slot_persist,
             api_key_file=draft.key_file,
+            serves_metrics=metrics.metrics_served(draft.argv, draft.facts.arg_env),
             swaps=tuple(draft.swaps),
             expect=expectations(draft.argv, facts.gguf,
                                 engine_fits_itself=capabilities.fits_layers_itself(draft.help_text)),
@@ -442,6 +448,13 @@ def _key_args(draft: _Draft) -> None:
     )
 
 
+def _endpoint_args(draft: _Draft) -> None:
+    """The endpoints the engine serves beyond the API: /metrics (METRICS)."""
+    metrics_flags, metrics_notes = metrics.metrics_args(draft.preset, draft.extra, draft.facts.arg_env, draft.table)
+    draft.argv += metrics_flags
+    draft.notes.extend(metrics_notes)
+
+
 def _cache_args(draft: _Draft) -> None:
     """The prompt cache in RAM, the slot directory (a stand-in in the preflight) and SLOT_PERSIST."""
     preset, extra, facts = draft.preset, draft.extra, draft.facts
@@ -506,7 +519,7 @@ def _extra_listen_value(reader, flag: str, value: str) -> str:
         raise PlanError(message, key="EXTRA_ARGS", value=value, token=flag) from None
 
 
-def _decisions(argv, extra, table, *, slot_dir, slot_persist, api_key_file, swaps, expect) -> Decisions:
+def _decisions(argv, extra, table, *, slot_dir, slot_persist, api_key_file, serves_metrics, swaps, expect) -> Decisions:
     host = arg_value(argv, "--host")
     port = arg_value(argv, "--port")
     # EXTRA_ARGS speak last; what they set is held to the HOST and PORT rules too.
@@ -525,6 +538,7 @@ def _decisions(argv, extra, table, *, slot_dir, slot_persist, api_key_file, swap
         slot_dir=slot_dir,
         slot_persist=slot_persist and bool(slot_dir),
         api_key_file=api_key_file,
+        metrics=serves_metrics,
         preflight_swaps=swaps,
         expect=expect,
     )

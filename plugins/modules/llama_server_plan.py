@@ -308,6 +308,10 @@ decisions:
     api_key_file:
       description: The C(--api-key-file) the plan wrote, empty when none.
       type: str
+    metrics:
+      description: The engine serves Prometheus metrics at C(/metrics) (C(--metrics) in the argv, from the preset's
+        C(METRICS) or its C(EXTRA_ARGS), or C(LLAMA_ARG_ENDPOINT_METRICS) true in the service environment).
+      type: bool
     preflight_swaps:
       description: Argv positions whose value exists only under the service (index, what), given stand-ins by
         the preflight.
@@ -315,7 +319,7 @@ decisions:
       elements: list
   sample: {host: 127.0.0.1, port: "8080", listen: [127.0.0.1], loopback_only: true,
            health_url: "http://127.0.0.1:8080/health", health_unix_socket: "", slot_dir: "", slot_persist: false,
-           api_key_file: "", preflight_swaps: []}
+           api_key_file: "", metrics: false, preflight_swaps: []}
 unset_environment:
   description:
     - Engine variables (C(LLAMA_ARG_*), C(GGML_*), C(CUDA_*), C(LLAMA_API_KEY)) that the systemd manager passes to

@@ -44,6 +44,7 @@ def plan_part(name: str, plan: Mapping, unit: str) -> dict:
         "vram_mib": int(facts.get("vram_mib") or 0),
         "ram_mib": int(facts.get("ram_mib") or 0),
         "notes_count": len(plan.get("notes") or []),
+        "metrics": bool(decisions.get("metrics")),
         "host": str(decisions.get("host") or ""),
         "port": str(decisions.get("port") or ""),
     }

@@ -63,6 +63,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("environment", "dict", {}, form="environment"),  # spec() hands out a copy
     Setting("engine_official", "bool", False),
     Setting("allow_open", "bool", False),
+    Setting("metrics", "bool", False),  # METRICS=on for every instance whose preset does not say
     # The systemd unit (nvidia also decides a compose service's GPU reservation).
     Setting("nvidia", "raw", "auto", form="auto or switch"),
     Setting("protect_home", "str", "yes", choices=("yes", "read-only", "tmpfs")),

@@ -5,6 +5,8 @@ Pure; used on the controller by the instance and host actions and by the role's 
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 
 
@@ -14,6 +16,8 @@ class PresetLayerError(ValueError):
 
 # Per-instance settings that are preset keys under another name.
 INSTANCE_PRESET_KEYS = {"port": "PORT", "host": "HOST", "cuda_visible_devices": "CUDA_VISIBLE_DEVICES"}
+# Keys a preset version leaves out: where an instance runs (its own port, address and cards), and the secrets.
+_NOT_VERSIONED = (*INSTANCE_PRESET_KEYS.values(), "API_KEY", "EXTERNAL_KEY")
 
 
 def merge_preset(base, *layers) -> dict:
@@ -65,3 +69,12 @@ def preset_and_key(instance, presets) -> tuple[dict, str]:
     key = str(instance.get("api_key") or preset.get("API_KEY") or "").strip()
     # EXTERNAL_KEY is a remote API's key, never read at launch: it stays on the controller too.
     return {name: value for name, value in preset.items() if name not in ("API_KEY", "EXTERNAL_KEY")}, key
+
+
+def preset_version(preset: Mapping) -> str:
+    """A short digest of what an instance's layered preset serves and how (12 hex digits): the same on every host
+    and port that runs it, so a scrape label tells which hosts run which version during a rollout. Leaves out the
+    placement keys and the secrets (no digest of a key ever leaves the controller)."""
+    kept = {str(key).strip().upper(): "" if value is None else str(value) for key, value in preset.items()}
+    kept = {key: value for key, value in kept.items() if key not in _NOT_VERSIONED}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:12]

@@ -31,7 +31,8 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.flag_
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.notes import Note
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.typos import nearest
 
-# The keys of spec section 3, plus those Loki presets carry for other uses (never read at launch).
+# The keys of spec section 3 (and llamafleet's own), plus those Loki presets carry for other uses (never read at
+# launch).
 PLANNED_KEYS = (
     "MODEL", "BIN", "CTX", "THREADS", "THREADS_BATCH", "BATCH", "UBATCH", "HOST", "PORT", "PARALLEL", "NGL",
     "KV_TYPE", "KV_TYPE_K", "KV_TYPE_V", "MMPROJ", "REASONING", "REASONING_BUDGET", "REASONING_PRESERVE",
@@ -39,6 +40,8 @@ PLANNED_KEYS = (
     "OP_OFFLOAD_MIN_BATCH", "FIT_TARGET", "CACHE_RAM", "CACHE_ISOLATE", "SLOT_PERSIST", "SIDE_SLOT",
     "CTX_CHECKPOINTS", "CKPT_MIN_STEP", "SPEC", "MODEL_DRAFT", "SPEC_N_MAX", "SPEC_SAMPLING", "SPLIT_MODE",
     "LOAD_GUARD", "EXTERNAL", "ENGINE",
+    # llamafleet's own (docs/planner.md, "Additions to the contract"):
+    "METRICS",
 )  # fmt: skip
 OTHER_LOKI_KEYS = (
     "TEMP", "TOP_P", "TOP_K", "MIN_P", "PRESENCE_PENALTY", "REPEAT_PENALTY", "REASONING_ECHO",
@@ -67,7 +70,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _SUFFIX = {"": 1, "k": 1024, "m": 1024 * 1024}
 TYPO_CUTOFF = 0.8
 # Keys read as on/off: a change of case alone is not worth a note.
-_SWITCHES = ("SIDE_SLOT", "SLOT_PERSIST", "CACHE_ISOLATE", "LOAD_GUARD")
+_SWITCHES = ("SIDE_SLOT", "SLOT_PERSIST", "CACHE_ISOLATE", "LOAD_GUARD", "METRICS")
 
 
 @dataclass
@@ -317,6 +320,7 @@ def _by_key(table: FlagTable) -> dict[str, Callable[[str], str]]:
         "SLOT_PERSIST": lambda v: read_switch("SLOT_PERSIST", v, False),
         "CACHE_ISOLATE": lambda v: read_switch("CACHE_ISOLATE", v, True),
         "LOAD_GUARD": lambda v: read_switch("LOAD_GUARD", v, True),
+        "METRICS": lambda v: read_switch("METRICS", v, False),
         "EXTERNAL": read_external,
     }
 

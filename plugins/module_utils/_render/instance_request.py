@@ -27,13 +27,16 @@ def plan_request(name: str, preset: Mapping, environment: Mapping, *, has_key: b
     """The ``llama_server_plan`` options of this instance. The key stays out: only the path the engine reads it
     from goes in. ``environment`` is the service's (the settings' with the instance's over it)."""
     paths = paths_of(name, settings)
+    preset = {k: v for k, v in preset.items() if k != "API_KEY"}
+    if settings.get("metrics") and not str(preset.get("METRICS", "")).strip():
+        preset["METRICS"] = "on"  # the role's switch, for the instances whose preset does not say
     request = {
         "bin": engine,
         "home": paths.home_dir,
         "model_dirs": [settings["models_dir"], *settings.get("model_dirs", [])],
         "instance": name,
         "unit": unit_name(name),
-        "preset": {k: v for k, v in preset.items() if k != "API_KEY"},
+        "preset": preset,
         "environment": dict(environment),
         "api_key_file": credential_path(name) if has_key else "",
         "engine_official": settings["engine_official"],

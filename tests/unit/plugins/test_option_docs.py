@@ -26,6 +26,7 @@ SPECS = {
     "llama_server_instance": _spec("action.llama_server_instance.ARGUMENT_SPEC"),
     "llama_server_host": _spec("action.llama_server_host.ARGUMENT_SPEC"),
     "fleet_summary": _spec("action.fleet_summary.ARGUMENT_SPEC"),
+    "fleet_metrics_targets": _spec("action.fleet_metrics_targets.ARGUMENT_SPEC"),
 }
 
 

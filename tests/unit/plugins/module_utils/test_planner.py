@@ -439,3 +439,36 @@ def test_preflight_swaps_point_at_the_key_file_and_slot_directory():
     assert p.argv[swaps["api_key_file"] - 1] == "--api-key-file"
     assert p.argv[swaps["slot_dir"] - 1] == "--slot-save-path"
     assert p.decisions.api_key_file == "/run/credentials/u/api_key"
+
+
+# ---------------------------------------------------------------- METRICS (llamafleet's own key)
+@pytest.mark.parametrize(
+    ("preset", "env", "served", "count"),
+    [
+        pytest.param({}, {}, False, 0, id="default-off"),
+        pytest.param({"METRICS": "on"}, {}, True, 1, id="on"),
+        pytest.param({"METRICS": "YES"}, {}, True, 1, id="yes-any-case"),
+        pytest.param({"METRICS": "on", "EXTRA_ARGS": "--metrics"}, {}, True, 1, id="on-and-by-hand-once"),
+        pytest.param({"METRICS": "off", "EXTRA_ARGS": "--metrics"}, {}, True, 1, id="extra-args-win"),
+        pytest.param({}, {"LLAMA_ARG_ENDPOINT_METRICS": "1"}, True, 0, id="service-environment"),
+    ],
+)
+def test_metrics_flag_and_decision(preset, env, served, count):
+    p = plan({"HOST": "127.0.0.1", **preset}, facts(help=REAL_HELP, arg_env=env))
+    assert p.argv.count("--metrics") == count
+    assert p.decisions.metrics is served
+    assert p.decisions.as_dict()["metrics"] is served
+
+
+def test_metrics_refuses_a_word_it_cannot_read():
+    with pytest.raises(PlanError) as err:
+        plan({"METRICS": "maybe"}, facts(help=REAL_HELP))
+    assert err.value.key == "METRICS"
+    assert "on (" in str(err.value)
+
+
+def test_metrics_comes_before_extra_args_so_they_still_end_argv():
+    p = plan({"METRICS": "on", "EXTRA_ARGS": "--jinja"}, facts(help=REAL_HELP))
+    assert p.argv[-1] == "--jinja"
+    assert p.argv.index("--metrics") < p.argv.index("--jinja")
+    assert "metrics.on" in ids(p.notes)

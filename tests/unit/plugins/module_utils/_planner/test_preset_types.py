@@ -58,6 +58,7 @@ VALID = {
     "SLOT_PERSIST": [("true", "on"), ("no", "off")],
     "CACHE_ISOLATE": [("off", "off"), ("on", "on"), ("0", "off"), ("false", "off")],
     "LOAD_GUARD": [("off", "off"), ("on", "on"), ("non", "off"), ("1", "on")],
+    "METRICS": [("on", "on"), ("YES", "on"), ("0", "off"), ("Off", "off")],
     "EXTERNAL": [("0", "0"), ("1", "1"), ("off", "0"), ("false", "0"), ("No", "0"), ("non", "0")],
 }
 
@@ -80,6 +81,7 @@ INVALID = {
     "SLOT_PERSIST": ["persist"],
     "CACHE_ISOLATE": ["of"],
     "LOAD_GUARD": ["disabled"],
+    "METRICS": ["enabled", "prometheus"],
     "EXTERNAL": ["true", "yes", "on", "2"],
 }
 

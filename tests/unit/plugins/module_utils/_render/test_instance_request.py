@@ -36,6 +36,22 @@ def test_a_compose_instance_is_planned_in_its_image_with_its_container():
     assert plan_request("main", {}, {}, has_key=False, engine="/x/ls", settings=settings)["api_key_file"] == ""
 
 
+@pytest.mark.parametrize(
+    ("switch", "preset", "metrics"),
+    [
+        pytest.param(False, {}, None, id="off-leaves-the-preset"),
+        pytest.param(True, {}, "on", id="on-fills-it-in"),
+        pytest.param(True, {"METRICS": "off"}, "off", id="the-preset-says-off"),
+        pytest.param(True, {"METRICS": " "}, "on", id="blank-is-no-value"),
+        pytest.param(False, {"METRICS": "on"}, "on", id="the-preset-says-on"),
+    ],
+)
+def test_the_metrics_switch_fills_in_what_the_preset_does_not_say(switch, preset, metrics):
+    request = plan_request("main", {"MODEL": "a.gguf", **preset}, {}, has_key=False, engine="/e/llama-server",
+                           settings={**SETTINGS, "metrics": switch})
+    assert request["preset"].get("METRICS") == metrics
+
+
 def test_texts_beside_the_service():
     assert credential_content("key", "k1") == "k1\n"
     assert credential_content("env", "k1") == "LLAMA_API_KEY=k1\n"

@@ -1,0 +1,94 @@
+# Copyright: (c) 2026, llamafleet maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The fleet's Prometheus ``file_sd`` targets, written on the controller from the hosts' reports of this run.
+
+What goes in is decided in _gateway/scrape_targets.py; this reads the hosts' variables, keeps the file's groups of
+the hosts this run did not reach, and writes atomically, only when the content differs (not in check mode: the
+file is what a Prometheus reads).
+"""
+
+from __future__ import annotations
+
+import copy
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import scrape_targets
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner import preset_layers
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.files import read_bytes, write_atomically
+
+ARGUMENT_SPEC = {
+    "hosts": {"type": "list", "elements": "str", "required": True},
+    "inventory_hosts": {"type": "list", "elements": "str"},
+    "gateways": {"type": "list", "elements": "str", "default": []},
+    "path": {"type": "str", "required": True},
+    "validate_only": {"type": "bool", "default": False},
+}
+
+
+def instance_presets(variables) -> dict:
+    """Each present instance's preset name and version (preset_layers.preset_version), by instance name."""
+    presets = {}
+    for instance in variables.get("llama_server_instances") or []:
+        if not isinstance(instance, dict) or instance.get("state", "present") != "present":
+            continue
+        try:
+            layered = preset_layers.preset_and_key(instance, variables.get("llama_server_presets") or {})[0]
+        except preset_layers.PresetLayerError:
+            continue  # refused by the judge already: it has no row
+        presets[str(instance.get("name"))] = {"preset": str(instance.get("preset") or ""),
+                                              "version": preset_layers.preset_version(layered)}
+    return presets
+
+
+def fleet_hosts(hostvars, hosts) -> list[dict]:
+    fleet = []
+    for name in hosts:
+        variables = hostvars[name]
+        report = variables.get("llama_server_report")
+        fleet.append({"name": name, "address": variables.get("ansible_host") or name,
+                      "report": list(report) if report is not None else None,
+                      "presets": instance_presets(variables)})
+    return fleet
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False  # nothing runs on a host
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        _validation, args = self.validate_argument_spec(argument_spec=copy.deepcopy(ARGUMENT_SPEC))
+        path = args["path"]
+        try:
+            before = read_bytes(path)
+        except OSError as err:
+            return {**result, "failed": True, "msg": f"cannot read the scrape targets file {path}: {err}"}
+        try:
+            previous = scrape_targets.read_previous(before.decode("utf-8") if before else "")
+        except (scrape_targets.TargetsFileError, UnicodeDecodeError) as err:
+            return {**result, "failed": True,
+                    "msg": f"{path} was not written by this collection, so it is left as it is: {err}; move it "
+                           "away or set llama_fleet_metrics_targets_path to another file"}
+        if args["validate_only"]:
+            return {**result, "changed": False, "path": path}
+
+        hostvars = (task_vars or {}).get("hostvars") or {}
+        gateways = [{"name": name, "metrics_url": hostvars[name].get("llama_gateway_metrics_url")}
+                    for name in args["gateways"]]
+        inventory = [*(args["inventory_hosts"] if args["inventory_hosts"] is not None else args["hosts"]),
+                     *args["gateways"]]
+        found = scrape_targets.scrape_targets(fleet_hosts(hostvars, args["hosts"]), gateways, previous, inventory)
+        data = scrape_targets.targets_text(found["groups"]).encode()
+        changed = data != before
+        if changed and not self._task.check_mode:
+            try:
+                write_atomically(path, data, 0o644, make_dirs=False)
+            except OSError as err:
+                return {**result, "failed": True, "msg": f"cannot write the scrape targets to {path}: {err}"}
+        result.update(changed=changed, path=path, targets=found["groups"], notes=found["notes"], kept=found["kept"])
+        if self._task.diff and changed:
+            result["diff"] = {"before": (before or b"").decode("utf-8", "replace"), "after": data.decode(),
+                              "before_header": path, "after_header": path}
+        return result
