@@ -164,9 +164,10 @@ unit: $(STAMP)
 sanity: $(STAMP)
 	VENV=$(CURDIR)/$(VENV) scripts/ansible_test_sanity.sh
 
-# The gateway's proxy (Debian's HAProxy with Lua, and lua-cjson for its body check) for test_gateway_real.py.
+# The gateway's proxy (Debian's HAProxy with Lua, and lua-cjson for its body check) for test_gateway_real.py, and
+# Debian's Prometheus (prometheus, promtool) for test_metrics_real.py.
 integration: $(STAMP)
-	scripts/apt_install.sh --no-recommends haproxy lua-cjson
+	scripts/apt_install.sh --no-recommends haproxy lua-cjson prometheus
 	LLAMAFLEET_ENGINE_DIR="$$(scripts/build_engine.sh current)" \
 	LLAMAFLEET_OLD_ENGINE_DIR="$$(scripts/build_engine.sh old)" \
 	LLAMAFLEET_MODEL="$$(scripts/fetch_model.sh)" \

@@ -3,7 +3,8 @@
 # hosts (systemd-nspawn, scripts/fleet.sh) running the real CPU llama-server and
 # the Gemma-3-270M model, with the fleet's gateway (HAProxy) on the first host,
 # deployed by playbooks/deploy-llm.yml; then the fleet summary, one completion
-# from each host and one through the gateway. The hosts stay up afterwards
+# from each host and one through the gateway, and a read of every Prometheus
+# target the deploy wrote (fleet-targets.json). The hosts stay up afterwards
 # (`make fleet-down` stops them). Needs root and systemd-container.
 #
 # Staged (scripts/steps.sh): a line per step, the builds', downloads' and the
@@ -32,19 +33,20 @@ deploy() {
     (umask 077 && python3 -c 'import secrets; print("llf-" + secrets.token_urlsafe(24), end="")' \
       >"$LLAMAFLEET_DEMO_KEY_FILE")
   fi
-  # Only what changed, failed or has a message (the summary) is printed; ANSIBLE_STDOUT_CALLBACK=default
-  # shows all. The checkout's ansible.cfg (skipped tasks hidden) applies from any working directory.
-  ANSIBLE_CONFIG=${ANSIBLE_CONFIG:-$root/ansible.cfg} \
-  ANSIBLE_STDOUT_CALLBACK=${ANSIBLE_STDOUT_CALLBACK:-llamafleet.llamacpp.fleet} \
   # The gateway on the first host: a group of its own, in an inventory next to the fleet's.
   local gateway_inventory="$LLAMAFLEET_CACHE/fleet/gateway.ini"
   mkdir -p "$LLAMAFLEET_CACHE/fleet"
   "$here/fleet.sh" hosts | python3 -c 'import json, sys; print("[llama_fleet_gateway]\n" + json.load(sys.stdin)["hosts"][0]["name"])' \
     >"$gateway_inventory"
+  # Only what changed, failed or has a message (the summary) is printed; ANSIBLE_STDOUT_CALLBACK=default
+  # shows all. The checkout's ansible.cfg (skipped tasks hidden) applies from any working directory.
+  ANSIBLE_CONFIG=${ANSIBLE_CONFIG:-$root/ansible.cfg} \
+  ANSIBLE_STDOUT_CALLBACK=${ANSIBLE_STDOUT_CALLBACK:-llamafleet.llamacpp.fleet} \
   ANSIBLE_COLLECTIONS_PATH="$root/.collections" PATH="$venv/bin:$PATH" \
     "$venv/bin/ansible-playbook" -i "$("$here/fleet.sh" inventory)" -i "$gateway_inventory" \
     "$root/playbooks/deploy-llm.yml" \
-    -e "@$root/playbooks/vars/local-fleet.yml" -e "llama_fleet_summary_path=$root/fleet-summary.md"
+    -e "@$root/playbooks/vars/local-fleet.yml" -e "llama_fleet_summary_path=$root/fleet-summary.md" \
+    -e "llama_fleet_metrics_targets_path=$root/fleet-targets.json"
 }
 
 completions() {
@@ -74,6 +76,19 @@ with urllib.request.urlopen(request, timeout=120) as resp:
     answer = json.load(resp)
 print("gateway %s (%s): The capital of France is%s" % (url, answer["model"], answer["choices"][0]["text"]))
 ' "$LLAMAFLEET_DEMO_KEY_FILE" "$root/fleet-summary.md"
+  # Every scrape target the deploy wrote answers /metrics with the demo key, as a Prometheus would ask it.
+  python3 -c '
+import json, sys, urllib.request
+key = open(sys.argv[1]).read().strip()
+for group in json.load(open(sys.argv[2])):
+    labels = group["labels"]
+    url = "%s://%s%s" % (labels.get("__scheme__", "http"), group["targets"][0], labels.get("__metrics_path__", "/metrics"))
+    request = urllib.request.Request(url, headers={"Authorization": "Bearer " + key})
+    with urllib.request.urlopen(request, timeout=30) as resp:
+        samples = [line for line in resp.read().decode().splitlines() if line and not line.startswith("#")]
+    print("metrics %s %s%s: %d samples" % (url, labels["host"], "/" + labels["instance"] if "instance" in labels else "",
+                                           len(samples)))
+' "$LLAMAFLEET_DEMO_KEY_FILE" "$root/fleet-targets.json"
 }
 
 steps_begin "make deploy-local" engine model share rootfs hosts collections deploy completions
@@ -85,7 +100,7 @@ step rootfs "Debian ${LLAMAFLEET_SUITE:-bookworm} rootfs for the hosts (cached)"
 step --summary 'fleet of [0-9]+ up' hosts "$size systemd-nspawn hosts, ssh over veth" "$here/fleet.sh" up "$size"
 step collections "llamafleet.llamacpp as a collection (symlink tree)" collections
 step_live deploy "playbooks/deploy-llm.yml" deploy
-step_live completions "one per host, then one through the gateway (API key: $(_steps_short "$LLAMAFLEET_DEMO_KEY_FILE"))" \
+step_live completions "one per host, one through the gateway, then every scrape target's /metrics (API key: $(_steps_short "$LLAMAFLEET_DEMO_KEY_FILE"))" \
   completions
 steps_end
-echo "Summary in $root/fleet-summary.md; stop the hosts with: make fleet-down"
+echo "Summary in $root/fleet-summary.md, Prometheus targets in $root/fleet-targets.json; stop the hosts with: make fleet-down"

@@ -20,9 +20,11 @@ description:
     preset, without its port, address, cards and keys: the same wherever it runs). Each gateway target is labelled
     C(llamafleet=gateway) and C(host)."
   - An engine is reached where a gateway reaches it (its own address, or the host's C(ansible_host) when it listens
-    on every address); one that listens on loopback only, or does not run its plan, is left out with a note.
-  - A host with no report in this run (outside C(--limit), unreachable) keeps the groups the file had for it, while
-    it is still in O(inventory_hosts) or O(gateways); the groups of a host that left the inventory go.
+    on every address); one that listens on loopback only is left out with a note.
+  - What this run cannot say keeps what the file had. An instance that does not run its plan (a failed rollout
+    restored its previous unit, or check mode previewed a change) keeps its group; a host with no report in this run
+    (outside C(--limit), unreachable) keeps its groups while it is still in O(inventory_hosts) or O(gateways). The
+    groups of a removed instance, and of a host that left the inventory, go.
   - A file at O(path) whose groups are not labelled C(llamafleet) is not this collection's and is never
     overwritten; the task fails naming it.
 author:

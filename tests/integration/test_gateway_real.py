@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
 import socket
 import subprocess
 import threading
@@ -26,100 +24,10 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge impo
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import fleet_routes, haproxy_config
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.settings import gateway_settings
 
-from .conftest import REPO, Server, free_port, run_playbook
+from .conftest import Server, free_port, run_playbook
+from .haproxy_gateway import CLIENT_KEY, LUA, MAX_BODY, Gateway, haproxy_path, run_command
 
-LUA = REPO / "roles" / "llama_gateway" / "files" / "llamafleet.lua"
-CLIENT_KEY = "client-key-integration-1"
 ENGINE_KEY = "engine-key-integration-2"
-MAX_BODY = 64 * 1024
-
-
-def _run(argv):
-    """A command as AnsibleModule.run_command runs it: (rc, out, err)."""
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
-    return done.returncode, done.stdout, done.stderr
-
-
-def _haproxy() -> str:
-    path = shutil.which("haproxy") or "/usr/sbin/haproxy"
-    assert Path(path).is_file(), "haproxy is not installed: .ci/run installs Debian's haproxy and lua-cjson"
-    return path
-
-
-class Gateway:
-    """HAProxy in master-worker mode (-W, as Debian's unit runs it); reloaded with SIGUSR2 like `systemctl reload`."""
-
-    def __init__(self, directory: Path, settings_raw: dict, servers: list[fleet_routes.Server]):
-        self.directory = directory
-        self.port = free_port()
-        self.settings_raw = {
-            "api_keys": [CLIENT_KEY], "listen_address": "127.0.0.1", "port": self.port,
-            "admin_socket": str(directory / "admin.sock"), "state_file": str(directory / "server-state"),
-            "lua_path": str(LUA), "run_user": "", "chroot": "", "max_body_bytes": MAX_BODY, "request_timeout_s": 3,
-            "queue_timeout_s": 20, "health_interval_s": 1, **settings_raw}
-        self.config = directory / "haproxy.cfg"
-        self.servers = servers
-        self.write(servers)
-        self.log = (directory / "haproxy.log").open("wb")
-        self.proc = subprocess.Popen([_haproxy(), "-W", "-db", "-f", str(self.config)], stdout=self.log,
-                                     stderr=subprocess.STDOUT)
-        self.api = gateway.RuntimeSocket(str(directory / "admin.sock"))
-        self.worker = self._wait_for_worker(previous=None)
-
-    def write(self, servers):
-        settings, errors = gateway_settings(self.settings_raw)
-        assert errors == []
-        routes = fleet_routes.routes(servers)
-        assert routes.errors == []
-        text = haproxy_config.render(settings, routes)
-        assert gateway.check_config(_run, _haproxy(), text, str(self.directory)) == ""
-        self.config.write_text(text)
-        (self.directory / "server-state").touch()
-
-    def _wait_for_worker(self, previous):
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                info = self.api.ask("show info")
-                pid = next(line.split(": ")[1] for line in info.splitlines() if line.startswith("Pid: "))
-                if pid != previous:
-                    return pid
-            except (gateway.GatewayError, StopIteration):
-                pass
-            time.sleep(0.1)
-        raise AssertionError(f"no HAProxy worker answered:\n{(self.directory / 'haproxy.log').read_text()[-3000:]}")
-
-    def reload(self, servers):
-        """Save the servers' states (a drain survives), write the new file, and reload like the role does."""
-        gateway.save_server_state(self.api, str(self.directory / "server-state"))
-        self.write(servers)
-        self.proc.send_signal(signal.SIGUSR2)
-        self.worker = self._wait_for_worker(previous=self.worker)
-
-    def url(self, path):
-        return f"http://127.0.0.1:{self.port}{path}"
-
-    def stats(self):
-        return {(state.backend, state.server): state for state in self.api.states()}
-
-    def requests_seen(self):
-        """Requests the backends were sent (HAProxy's stot of every server)."""
-        text = self.api.ask("show stat")
-        header = text.splitlines()[0][2:].split(",")
-        total = 0
-        for line in text.splitlines()[1:]:
-            row = dict(zip(header, line.split(","), strict=False))
-            if row.get("svname") not in (None, "FRONTEND", "BACKEND"):
-                total += int(row.get("stot") or 0)
-        return total
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        self.log.close()
 
 
 def _engine(start_server, engine_bin, model_path, alias, slots=1):
@@ -233,9 +141,9 @@ def test_rendered_configurations_pass_haproxys_parser(tmp_path):
         settings, errors = gateway_settings({"lua_path": str(LUA), **raw})
         assert errors == [], name
         text = haproxy_config.render(settings, fleet_routes.routes(members))
-        assert gateway.check_config(_run, _haproxy(), text, str(tmp_path)) == "", name
+        assert gateway.check_config(run_command, haproxy_path(), text, str(tmp_path)) == "", name
     broken = haproxy_config.render(settings, fleet_routes.routes(servers)).replace("balance leastconn", "balance x")
-    assert "balance" in gateway.check_config(_run, _haproxy(), broken, str(tmp_path))
+    assert "balance" in gateway.check_config(run_command, haproxy_path(), broken, str(tmp_path))
 
 
 def test_routes_by_model_and_answers_the_model_list(fleet):
@@ -446,7 +354,7 @@ def test_reloads_under_load_drop_nothing_and_keep_a_drain(fleet):
 def _config_task(tmp_path, **more):
     settings = {"config_path": str(tmp_path / "haproxy.cfg"), "lua_path": str(LUA), "run_user": "", "chroot": "",
                 "admin_socket": str(tmp_path / "none.sock"), "state_file": str(tmp_path / "state"), **more}
-    return {"settings": settings, "api_keys": [CLIENT_KEY], "haproxy": _haproxy(),
+    return {"settings": settings, "api_keys": [CLIENT_KEY], "haproxy": haproxy_path(),
             "servers": [{"host": "h1", "instance": "main", "address": "10.0.0.1", "port": 8080, "slots": 2,
                          "model": "alpha"}],
             "server_keys": {"h1:main": ENGINE_KEY}}

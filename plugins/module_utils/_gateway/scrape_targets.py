@@ -4,9 +4,10 @@
 exporter.
 
 Pure. An engine is listed when this run's report says it runs its plan (``runs_plan``) and that plan serves
-``/metrics`` (the plan's ``metrics`` decision); it is reached where a gateway reaches it (fleet_routes). A host
-with no report in this run (outside ``--limit``, unreachable) keeps the targets the file had for it; a host that
-left the inventory loses them. Every group carries the label ``llamafleet`` (``engine`` or ``gateway``): a file
+``/metrics`` (the plan's ``metrics`` decision); it is reached where a gateway reaches it (fleet_routes). What this
+run cannot say keeps what the file had: an instance that does not run its plan (rolled back, or previewed in check
+mode) and a host with no report (outside ``--limit``, unreachable); a host that left the inventory loses its
+targets. Every group carries the label ``llamafleet`` (``engine`` or ``gateway``): a file
 whose groups lack it was not written here and is never overwritten.
 """
 
@@ -54,13 +55,11 @@ def read_previous(text: str | None) -> list[dict]:
 
 
 def engine_group(host: str, host_address: str, row: Mapping, preset: Mapping) -> tuple[dict | None, str]:
-    """The scrape group of one report row, or why it has none ("" when there is nothing to say: no metrics)."""
-    decided = bool(row.get("metrics"))
-    if not decided or row.get("state") == "absent":
+    """The scrape group of a report row that runs its plan, or why it has none ("" when there is nothing to say: its
+    plan serves no metrics)."""
+    if not row.get("metrics"):
         return None, ""
     where = f"{host}/{row.get('instance', '?')}"
-    if not row.get("runs_plan"):
-        return None, f"{where} is left out of the scrape targets: it does not run its plan ({row.get('state')})"
     if loopback_only(str(row.get("host") or "")):
         return None, (f"{where} is left out of the scrape targets: it listens on {row.get('host')} only, which no "
                       "Prometheus on another host reaches")
@@ -92,6 +91,41 @@ def _order(group: Mapping) -> tuple:
     return (labels[ROLE_LABEL], labels.get("host", ""), labels.get("instance", ""), group["targets"])
 
 
+def _engine_groups(hosts: Iterable[Mapping]) -> tuple[list, list, set, set]:
+    """(groups, notes, hosts this run reported on, (host, instance) pairs that run what they ran before)."""
+    groups, notes, reported, unchanged = [], [], set(), set()
+    for host in hosts:
+        name, report = str(host["name"]), host.get("report")
+        if report is None:
+            continue
+        reported.add(name)
+        for row in report:
+            if row.get("state") == "absent":
+                continue
+            if not row.get("runs_plan"):
+                unchanged.add((name, str(row.get("instance"))))
+                continue
+            group, why = engine_group(name, str(host.get("address") or name), row,
+                                      (host.get("presets") or {}).get(row.get("instance")) or {})
+            notes += [why] if why else []
+            groups += [group] if group is not None else []
+    return groups, notes, reported, unchanged
+
+
+def _gateway_groups(gateways: Iterable[Mapping]) -> tuple[list, list, set]:
+    """(groups, notes, gateways that ran in this run)."""
+    groups, notes, ran = [], [], set()
+    for gateway in gateways:
+        name, url = str(gateway["name"]), gateway.get("metrics_url")
+        if url is None:
+            continue
+        ran.add(name)
+        group, why = gateway_group(name, str(url))
+        notes += [why] if why else []
+        groups += [group] if group is not None else []
+    return groups, notes, ran
+
+
 def scrape_targets(hosts: Iterable[Mapping], gateways: Iterable[Mapping], previous: list[dict] | None = None,
                    inventory: Iterable[str] = ()) -> dict:
     """The groups of the targets file.
@@ -99,40 +133,26 @@ def scrape_targets(hosts: Iterable[Mapping], gateways: Iterable[Mapping], previo
     ``hosts``: the fleet hosts of this run, each ``name``, ``address`` (where they are reached), ``report`` (this
     run's rows; None when the host has none) and ``presets`` (by instance: ``preset``, its name, and ``version``).
     ``gateways``: each ``name`` and ``metrics_url`` (None when the gateway did not run in this run; "" without an
-    exporter). ``previous``: the file's groups (read_previous); those of a host or gateway with nothing new in this
-    run are kept while it is in ``inventory`` (every fleet and gateway host the inventory has).
+    exporter). ``previous``: the file's groups (read_previous).
 
-    Returns ``groups`` (sorted), ``notes`` (what was left out) and ``kept`` (hosts whose previous groups stayed).
+    A row that runs its plan gives its group (or none, without metrics); a row that does not (failed and rolled
+    back, or previewed in check mode) still runs what it ran before, so it keeps its previous group. A host or
+    gateway with nothing new in this run keeps its previous groups while it is in ``inventory`` (every fleet and
+    gateway host the inventory has); one that left the inventory loses them.
+
+    Returns ``groups`` (sorted), ``notes`` (what was left out) and ``kept`` (the hosts with groups kept as they were).
     """
-    groups, notes, fresh = [], [], set()
-    for host in hosts:
-        name, report = str(host["name"]), host.get("report")
-        if report is None:
-            continue
-        fresh.add((ENGINE, name))
-        for row in report:
-            group, why = engine_group(name, str(host.get("address") or name), row,
-                                      (host.get("presets") or {}).get(row.get("instance")) or {})
-            if why:
-                notes.append(why)
-            if group is not None:
-                groups.append(group)
-    for gateway in gateways:
-        name, url = str(gateway["name"]), gateway.get("metrics_url")
-        if url is None:
-            continue
-        fresh.add((GATEWAY, name))
-        group, why = gateway_group(name, str(url))
-        if why:
-            notes.append(why)
-        if group is not None:
-            groups.append(group)
+    groups, notes, reported, unchanged = _engine_groups(hosts)
+    gateway_groups, gateway_notes, ran = _gateway_groups(gateways)
+    groups, notes = groups + gateway_groups, notes + gateway_notes
+    fresh = {(ENGINE, name) for name in reported} | {(GATEWAY, name) for name in ran}
     known = set(inventory)
     kept = set()
     for group in previous or []:
         labels = group["labels"]
         owner = (labels[ROLE_LABEL], labels.get("host", ""))
-        if owner not in fresh and owner[1] in known:
+        stays = owner not in fresh and owner[1] in known
+        if stays or (owner[0] == ENGINE and (owner[1], labels.get("instance", "")) in unchanged):
             groups.append({"targets": list(group["targets"]), "labels": dict(labels)})
             kept.add(owner[1])
     return {"groups": sorted(groups, key=_order), "notes": notes, "kept": sorted(kept)}

@@ -28,10 +28,6 @@ LABELS = {"llamafleet": "engine", "host": "gpu1", "instance": "main", "model": "
         pytest.param({"host": "fd00::12"}, "[fd00::12]:8080", "", id="ipv6-in-brackets"),
         pytest.param({"state": "previewed"}, "10.0.0.11:8080", "", id="check-mode-runs-its-plan"),
         pytest.param({"metrics": False}, None, "", id="metrics-off-says-nothing"),
-        pytest.param({"state": "absent", "runs_plan": False}, None, "", id="absent-says-nothing"),
-        pytest.param({"runs_plan": False, "state": "failed"}, None,
-                     "gpu1/main is left out of the scrape targets: it does not run its plan (failed)",
-                     id="not-its-plan"),
         pytest.param({"host": "127.0.0.1"}, None,
                      "gpu1/main is left out of the scrape targets: it listens on 127.0.0.1 only, which no "
                      "Prometheus on another host reaches", id="loopback"),
@@ -85,7 +81,7 @@ def test_the_run_lists_every_engine_and_gateway_sorted():
                                           ("engine", "gpu2", "main"), ("gateway", "gw", None)]
     # An instance without a preset entry (placed by a module alone) has empty preset labels.
     assert found["groups"][1]["labels"]["preset"] == ""
-    assert found["notes"] == [] and found["kept"] == []
+    assert (found["notes"], found["kept"]) == ([], [])
 
 
 def test_a_host_without_a_report_keeps_its_groups_while_it_is_in_the_inventory():
@@ -100,6 +96,18 @@ def test_a_host_without_a_report_keeps_its_groups_while_it_is_in_the_inventory()
     assert [(g["labels"]["host"], g["targets"]) for g in found["groups"]] == [
         ("gpu2", ["10.0.0.12:8080"]), ("gw", ["10.0.0.5:8405"])]
     assert found["kept"] == ["gpu2", "gw"]
+
+
+def test_an_instance_that_does_not_run_its_plan_keeps_its_previous_target():
+    old = scrape_targets([_host("gpu1", "10.0.0.11", [ROW, {**ROW, "instance": "side", "port": "8081"}])],
+                         [])["groups"]
+    rolled_back = {**ROW, "state": "failed", "runs_plan": False, "metrics": True, "rolled_back": True}
+    removed = {**ROW, "instance": "side", "state": "absent", "runs_plan": False}
+    found = scrape_targets([_host("gpu1", "10.0.0.11", [rolled_back, removed])], [], old, inventory=["gpu1"])
+    assert found["groups"] == old[:1]
+    assert found["kept"] == ["gpu1"]
+    # With no previous file, nothing is known of what it runs: it is not listed.
+    assert scrape_targets([_host("gpu1", "10.0.0.11", [rolled_back])], [])["groups"] == []
 
 
 def test_the_text_is_stable_and_reads_back():

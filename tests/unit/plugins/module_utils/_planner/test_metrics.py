@@ -21,25 +21,25 @@ UNKNOWN_TABLE = read_flag_table("")
 
 
 @pytest.mark.parametrize(
-    ("preset", "extra", "env", "table", "flags", "note_codes"),
+    ("preset", "extra", "env", "table", "expected"),
     [
-        pytest.param({}, [], {}, REAL_TABLE, [], [], id="absent"),
-        pytest.param({"METRICS": ""}, [], {}, REAL_TABLE, [], [], id="empty-is-off"),
-        pytest.param({"METRICS": "off"}, [], {}, REAL_TABLE, [], [], id="off"),
-        pytest.param({"METRICS": "on"}, [], {}, REAL_TABLE, ["--metrics"], [""], id="on"),
-        pytest.param({"METRICS": "on"}, [], {}, UNKNOWN_TABLE, ["--metrics"], [""], id="on-unknown-engine"),
-        pytest.param({"METRICS": "on"}, ["--metrics"], {}, REAL_TABLE, [], ["by_hand"], id="on-and-in-extra"),
-        pytest.param({"METRICS": "on"}, [], {"LLAMA_ARG_ENDPOINT_METRICS": "1"}, REAL_TABLE, [], ["by_hand"],
+        pytest.param({}, [], {}, REAL_TABLE, ([], []), id="absent"),
+        pytest.param({"METRICS": ""}, [], {}, REAL_TABLE, ([], []), id="empty-is-off"),
+        pytest.param({"METRICS": "off"}, [], {}, REAL_TABLE, ([], []), id="off"),
+        pytest.param({"METRICS": "on"}, [], {}, REAL_TABLE, (["--metrics"], [""]), id="on"),
+        pytest.param({"METRICS": "on"}, [], {}, UNKNOWN_TABLE, (["--metrics"], [""]), id="on-unknown-engine"),
+        pytest.param({"METRICS": "on"}, ["--metrics"], {}, REAL_TABLE, ([], ["by_hand"]), id="on-and-in-extra"),
+        pytest.param({"METRICS": "on"}, [], {"LLAMA_ARG_ENDPOINT_METRICS": "1"}, REAL_TABLE, ([], ["by_hand"]),
                      id="on-and-env-true"),
-        pytest.param({"METRICS": "on"}, [], {"LLAMA_ARG_ENDPOINT_METRICS": "false"}, REAL_TABLE, ["--metrics"],
-                     [""], id="on-env-false-does-not-count"),
-        pytest.param({"METRICS": "off"}, ["--metrics"], {}, REAL_TABLE, [], [], id="off-extra-still-wins"),
+        pytest.param({"METRICS": "on"}, [], {"LLAMA_ARG_ENDPOINT_METRICS": "false"}, REAL_TABLE,
+                     (["--metrics"], [""]), id="on-env-false-does-not-count"),
+        pytest.param({"METRICS": "off"}, ["--metrics"], {}, REAL_TABLE, ([], []), id="off-extra-still-wins"),
     ],
 )
-def test_metrics_args(preset, extra, env, table, flags, note_codes):
+def test_metrics_args(preset, extra, env, table, expected):
+    """expected: (the flags added, the codes of the notes)."""
     got_flags, notes = metrics_args(preset, extra, env, table)
-    assert got_flags == flags
-    assert [note.code for note in notes] == note_codes
+    assert (got_flags, [note.code for note in notes]) == expected
     assert all(note.id == "metrics.on" for note in notes)
 
 
