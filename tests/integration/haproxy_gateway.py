@@ -106,5 +106,3 @@ class Gateway:
         except subprocess.TimeoutExpired:
             self.proc.kill()
         self.log.close()
-
-

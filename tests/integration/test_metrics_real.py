@@ -155,7 +155,7 @@ def engine_key_file(tmp_path):
 
 
 def test_prometheus_finds_every_engine_and_gateway_up(tmp_path, engine_bin, model_path, start_server,
-                                                     engine_key_file):
+                                                      engine_key_file):
     aliases = ["alpha", "beta"]
     items, plans = _plan_engines(tmp_path, engine_bin, model_path, engine_key_file, aliases)
     for plan in plans:
