@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = "ansible_collections.llamafleet.llamacpp"
 PURE = ("plugins.module_utils._layout", "plugins.module_utils._inputs", "plugins.module_utils._planner",
-        "plugins.module_utils._gateway",
+        "plugins.module_utils._gateway", "plugins.module_utils._placement", "plugins.module_utils.fleet_placement",
         "plugins.module_utils._render", "plugins.module_utils._judgements", "plugins.module_utils.planner")
 IO = ("plugins.module_utils._probes", "plugins.module_utils._converge")
 CONTROLLER = ("plugins.action", "plugins.filter", "plugins.plugin_utils", "plugins.callback")

@@ -29,11 +29,12 @@ MODULE_DIR = pathlib.Path(planner.__file__).resolve().parent
 # The layout is the rule: everything under _planner/, _render/ and _judgements/ is pure, and so is the planner façade;
 # the I/O lives in _probes/ (readings) and _converge/ (the apply step and the host judge). The public façades
 # are the only files at the top.
-PURE_PACKAGES = ("_planner", "_render", "_judgements", "_layout", "_inputs", "_gateway")
+PURE_PACKAGES = ("_planner", "_render", "_judgements", "_layout", "_inputs", "_gateway", "_placement")
 IO_PACKAGES = ("_probes", "_converge")
-FACADES = {"planner.py", "gguf_meta.py"}
+FACADES = {"planner.py", "gguf_meta.py", "fleet_placement.py"}
 PURE_MODULES = sorted(
-    [f"{pkg}/{p.name}" for pkg in PURE_PACKAGES for p in (MODULE_DIR / pkg).glob("*.py")] + ["planner.py"]
+    [f"{pkg}/{p.name}" for pkg in PURE_PACKAGES for p in (MODULE_DIR / pkg).glob("*.py")]
+    + ["planner.py", "fleet_placement.py"]
 )
 
 _BLOCKED_EVENTS = (
