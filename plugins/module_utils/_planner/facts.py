@@ -55,6 +55,14 @@ class GGUFInfo:
     hybrid: bool = False
     has_nextn_tensor: bool = False
     tensor_count: int = 0
+    # What the memory estimate reads: the vocabulary (the logits' width), the sliding window of SWA layers, the
+    # feed-forward width, and the tensor data's bytes per block, of the input embeddings and of the rest.
+    vocab_size: int = 0
+    sliding_window: int = 0
+    feed_forward_length: int = 0
+    layer_bytes: tuple[int, ...] = ()
+    embed_bytes: int = 0
+    other_bytes: int = 0
 
 
 @dataclass(frozen=True)

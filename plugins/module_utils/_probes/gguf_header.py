@@ -298,6 +298,11 @@ class _Header:
     ints: dict[str, int] = field(default_factory=dict)  # integer and bool scalars
     int_arrays: dict[str, tuple[int, ...]] = field(default_factory=dict)  # *.attention.head_count_kv
     nextn_tensors: set[str] = field(default_factory=set)  # names ending .nextn.eh_proj.weight
+    # Bytes of tensor data: per block (``blk.N.``), of the input embeddings (``token_embd.``), and of the rest.
+    block_bytes: dict[int, int] = field(default_factory=dict)
+    embed_bytes: int = 0
+    other_bytes: int = 0
+    vocab_size: int = 0  # the second dimension of token_embd.weight
 
 
 class _Walker:
@@ -360,21 +365,48 @@ class _Walker:
         alignment = self._alignment()
         max_offset = -1
         dim_bytes = 4 if self.fmt.version == 1 else 8
+        dims_format = self.fmt.u32 if self.fmt.version == 1 else self.fmt.u64
+        placed: list[tuple[int, str]] = []
         for _tensor_index in range(tensor_count):
             name = self._string(TENSOR_NAME_MAX, "tensor name")
             n_dims = cur.unpack(self.fmt.u32, "tensor n_dims")
             if n_dims > N_DIMS_MAX:
                 raise cur.fail(f"tensor {name!r} has {n_dims} dimensions (max {N_DIMS_MAX})")
-            cur.skip(n_dims * dim_bytes, "tensor dims")
+            if name == "token_embd.weight" and n_dims >= 2:
+                cur.skip(dim_bytes, "tensor dims")
+                self.header.vocab_size = min(int(cur.unpack(dims_format, "tensor dims")), INT64_MAX)
+                cur.skip((n_dims - 2) * dim_bytes, "tensor dims")
+            else:
+                cur.skip(n_dims * dim_bytes, "tensor dims")
             cur.unpack(self.fmt.u32, "tensor type")
             offset = cur.unpack(self.fmt.u64, "tensor offset")
             max_offset = max(max_offset, offset)
+            placed.append((offset, name))
             if name.endswith(".nextn.eh_proj.weight"):
                 self.header.nextn_tensors.add(name)
         if tensor_count > 0:
             data_start = -(-cur.pos // alignment) * alignment
             if max_offset >= cur.size or data_start + max_offset >= cur.size:
                 raise cur.fail(f"tensor data cut short: data starts at {data_start}, last tensor at +{max_offset}")
+            self._tensor_bytes(placed, cur.size - data_start)
+
+    def _tensor_bytes(self, placed: list[tuple[int, str]], data_size: int) -> None:
+        """Each tensor's bytes as the distance to the next one's offset (its padding included, as the engine reads
+        it), the last one's to the end of the file; summed by block, input embeddings and the rest."""
+        placed.sort()
+        header = self.header
+        for position, (offset, name) in enumerate(placed):
+            end = placed[position + 1][0] if position + 1 < len(placed) else data_size
+            size = max(end - offset, 0)
+            if name.startswith("blk."):
+                block = name.split(".", 2)[1]
+                if block.isdigit():
+                    header.block_bytes[int(block)] = header.block_bytes.get(int(block), 0) + size
+                    continue
+            if name.startswith("token_embd."):
+                header.embed_bytes += size
+            else:
+                header.other_bytes += size
 
     def _string(self, limit: int, what: str) -> str:
         length = self.cur.unpack(self.fmt.count, what + " length")
@@ -493,6 +525,10 @@ def _resolve(first: _Header, shards: list[_Header]) -> GGUFInfo:
         wanted = TENSOR_NAMES[MODEL_TENSOR.NEXTN_EH_PROJ].format(bid=block_count - 1) + ".weight"
         has_nextn = any(wanted in shard.nextn_tensors for shard in shards)
 
+    layer_bytes: dict[int, int] = {}
+    for shard in shards:
+        for block, size in shard.block_bytes.items():
+            layer_bytes[block] = layer_bytes.get(block, 0) + size
     return GGUFInfo(
         version=_clamp(first.version),
         arch=arch,
@@ -514,6 +550,12 @@ def _resolve(first: _Header, shards: list[_Header]) -> GGUFInfo:
         hybrid=bool(arch) and any(key.startswith(f"{arch}.ssm.") for key in first.keys),
         has_nextn_tensor=has_nextn,
         tensor_count=_clamp(sum(shard.tensor_count for shard in shards)),
+        vocab_size=_clamp(max((shard.vocab_size for shard in shards), default=0) or key_int(Keys.LLM.VOCAB_SIZE)),
+        sliding_window=key_int(Keys.Attention.SLIDING_WINDOW),
+        feed_forward_length=key_int(Keys.LLM.FEED_FORWARD_LENGTH),
+        layer_bytes=tuple(layer_bytes.get(block, 0) for block in range(max(layer_bytes, default=-1) + 1)),
+        embed_bytes=sum(shard.embed_bytes for shard in shards),
+        other_bytes=sum(shard.other_bytes for shard in shards),
     )
 
 
@@ -547,7 +589,7 @@ def _identity(path: str) -> tuple[int, int, int, int]:
 
 
 # Bumped whenever the walk or the resolved fields change meaning: older cache files are then ignored.
-DISK_CACHE_FORMAT = 1
+DISK_CACHE_FORMAT = 2
 
 
 def _disk_cache_path(cache_dir: str, first: str) -> str:
@@ -567,6 +609,7 @@ def _from_disk(cache_dir: str, first: str, identity) -> GGUFInfo | None:
         if set(fields) != {f.name for f in dataclasses.fields(GGUFInfo)}:
             return None
         fields["head_count_kv_layers"] = tuple(fields["head_count_kv_layers"])
+        fields["layer_bytes"] = tuple(fields["layer_bytes"])
         return GGUFInfo(**fields)
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None

@@ -129,6 +129,23 @@ def reader_opinion(paths: Sequence[Path]) -> GGUFInfo:
             head_count_kv = max(layers, default=0)
     block_count = num("block_count")
     names = {t.name for r in readers for t in r.tensors}
+    # Tensor bytes as the distance between the tensors' absolute offsets (padding included), the last to the file's
+    # end; by block, input embeddings and the rest. The vocabulary: token_embd's second dimension.
+    layer_bytes: dict[int, int] = {}
+    embed_bytes = other_bytes = vocab = 0
+    for reader in readers:
+        spans = sorted((t.data_offset, t.name) for t in reader.tensors)
+        ends = [offset for offset, _name in spans[1:]] + [os.path.getsize(reader.data.filename)] * bool(spans)
+        for (offset, name), end in zip(spans, ends, strict=True):
+            parts = name.split(".")
+            if parts[0] == "blk" and parts[1].isdigit():
+                layer_bytes[int(parts[1])] = layer_bytes.get(int(parts[1]), 0) + end - offset
+            elif name.startswith("token_embd."):
+                embed_bytes += end - offset
+            else:
+                other_bytes += end - offset
+        vocab = max([vocab] + [int(t.shape[1]) for t in reader.tensors
+                               if t.name == "token_embd.weight" and len(t.shape) >= 2])
     return GGUFInfo(
         version=int(first.fields["GGUF.version"].contents()),
         arch=arch,
@@ -150,6 +167,12 @@ def reader_opinion(paths: Sequence[Path]) -> GGUFInfo:
         hybrid=bool(arch) and any(k.startswith(f"{arch}.ssm.") for k in fields),
         has_nextn_tensor=block_count > 0 and f"blk.{block_count - 1}.nextn.eh_proj.weight" in names,
         tensor_count=sum(len(r.tensors) for r in readers),
+        vocab_size=clamp(vocab) or num("vocab_size"),
+        sliding_window=num("attention.sliding_window"),
+        feed_forward_length=num("feed_forward_length"),
+        layer_bytes=tuple(layer_bytes.get(block, 0) for block in range(max(layer_bytes, default=-1) + 1)),
+        embed_bytes=embed_bytes,
+        other_bytes=other_bytes,
     )
 
 
@@ -245,6 +268,8 @@ def test_dense_fields(tmp_path):
     assert read_gguf_info(str(path)) == GGUFInfo(
         version=3, arch="llama", block_count=4, context_length=4096, embedding_length=256, head_count=8,
         head_count_kv=2, key_len=32, val_len=32, tensor_count=5,
+        # token_embd is 8 x 16 float32 (8 tokens of 16), each block one 4 x 4 float32 tensor, aligned to 32 bytes.
+        vocab_size=8, feed_forward_length=688, layer_bytes=(64, 64, 64, 64), embed_bytes=512,
     )  # fmt: skip
 
 
@@ -319,9 +344,11 @@ def test_split_model_with_a_broken_follower_shard(tmp_path):
 # ---------------------------------------------------------------- hand-encoded files
 
 
+# base_tensors: token_embd (dimensions 4 x 2: 2 tokens) at 0, blk.1's tensor at 32, 64 bytes of data.
+TENSOR_BYTES_RAW = {"vocab_size": 2, "layer_bytes": (0, 32), "embed_bytes": 32}
 EXPECTED_RAW = GGUFInfo(
     arch="llama", block_count=2, context_length=2048, head_count_kv=4, head_count_kv_layers=(4, 2),
-    has_nextn_tensor=True, tensor_count=2,
+    has_nextn_tensor=True, tensor_count=2, **TENSOR_BYTES_RAW,
 )  # fmt: skip
 
 
@@ -345,7 +372,8 @@ def test_hand_encoded_v2_v3_agree_with_gguf_reader(tmp_path):
 def test_missing_architecture_resolves_nothing(tmp_path):
     raw = Raw()
     data = raw.file([raw.u32("llama.block_count", 2), raw.u32(".block_count", 2)], base_tensors(raw))[0]
-    assert read_gguf_info(put(tmp_path, data)) == GGUFInfo(version=3, tensor_count=2)
+    # The keys need the architecture; the tensor table does not.
+    assert read_gguf_info(put(tmp_path, data)) == GGUFInfo(version=3, tensor_count=2, **TENSOR_BYTES_RAW)
 
 
 @pytest.mark.parametrize("version", [1, 3])
