@@ -74,6 +74,7 @@ def _need_text(deployment: Deployment) -> str:
 def _placed_why(deployment: Deployment, choice: Choice, capacity: Capacity, candidates: int | None) -> str:
     where = (f", on cards {', '.join(str(capacity.card_index[choice.host][uuid]) for uuid in choice.cards)}"
              if choice.cards else "")
+    where = where.replace(", on cards ", ", on card ", 1) if len(choice.cards) == 1 else where
     if candidates is None:
         how = "the search that places the most replicas put it here"
     elif deployment.policy == "spread":
