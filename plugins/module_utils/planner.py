@@ -25,6 +25,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner impor
     launch_queues,
     load_guard,
     load_mode,
+    memory_estimate,
     metrics,
     moe,
     prompt_cache,
@@ -177,6 +178,8 @@ class Plan:
     external: bool = False  # EXTERNAL=1: nothing to deploy on this host
     api_key_via_env: bool = False  # the role must pass LLAMA_API_KEY (no --api-key-file)
     decisions: Decisions = field(default_factory=Decisions)
+    # What the launch needs per device (the placement's input, docs/placement.md); unknown for an external preset.
+    memory: memory_estimate.MemoryEstimate = field(default_factory=memory_estimate.MemoryEstimate)
 
 
 def _get(preset: Mapping[str, str], key: str) -> str:
@@ -224,6 +227,8 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
     _decoding_args(draft)
     _closing_notes(draft)
     warnings, refusal = _warnings(draft)
+    expect = expectations(draft.argv, facts.gguf, engine_fits_itself=capabilities.fits_layers_itself(draft.help_text))
+    k_type, v_type = effective_kv_types(draft.preset, draft.extra, facts.arg_env)[:2]
     return Plan(
         argv=draft.argv,
         env=draft.env,
@@ -231,6 +236,8 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
         warnings=warnings,
         refusal=refusal,
         api_key_via_env=draft.api_key_via_env,
+        memory=memory_estimate.for_plan(draft.argv, facts, ctx=expect.ctx, slots=expect.slots, k_type=k_type,
+                                        v_type=v_type, cards=facts.gpus if expect.ngl not in ("0",) else 0),
         decisions=_decisions(
             draft.argv,
             draft.extra,
@@ -240,8 +247,7 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
             api_key_file=draft.key_file,
             serves_metrics=metrics.metrics_served(draft.argv, draft.facts.arg_env),
             swaps=tuple(draft.swaps),
-            expect=expectations(draft.argv, facts.gguf,
-                                engine_fits_itself=capabilities.fits_layers_itself(draft.help_text)),
+            expect=expect,
         ),
     )
 

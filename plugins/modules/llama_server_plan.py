@@ -320,6 +320,36 @@ decisions:
   sample: {host: 127.0.0.1, port: "8080", listen: [127.0.0.1], loopback_only: true,
            health_url: "http://127.0.0.1:8080/health", health_unix_socket: "", slot_dir: "", slot_persist: false,
            api_key_file: "", metrics: false, preflight_swaps: []}
+memory:
+  description:
+    - What the launch needs per device, from the GGUF header and the plan (docs/placement.md); the placement reads it.
+      C(known) is false (with C(why_unknown)) when the header gave no tensor table or vocabulary.
+  returned: always
+  type: dict
+  contains:
+    known:
+      description: The estimate could be made.
+      type: bool
+    why_unknown:
+      description: Why not, when it could not.
+      type: str
+    host_mib:
+      description: MiB of the host's RAM (everything on a CPU engine; the input embeddings with cards).
+      type: int
+    cards_mib:
+      description: MiB over every card that takes the layers.
+      type: int
+    devices:
+      description: Per device (C(host), or a card's index among the visible ones) C(model_mib), C(context_mib),
+        C(compute_mib) and C(total_mib).
+      type: list
+      elements: dict
+    notes:
+      description: What the estimate left out.
+      type: list
+      elements: str
+  sample: {known: true, why_unknown: "", host_mib: 826, cards_mib: 0, notes: [],
+           devices: [{device: host, model_mib: 236, context_mib: 27, compute_mib: 563, total_mib: 826}]}
 unset_environment:
   description:
     - Engine variables (C(LLAMA_ARG_*), C(GGML_*), C(CUDA_*), C(LLAMA_API_KEY)) that the systemd manager passes to

@@ -20,9 +20,13 @@ engine's own projection (bench/memory_estimate.py measures both, and the engine'
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import GGUFInfo
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.argv_tokens import flag_value, parse_int
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.context_size import DEFAULT_UBATCH
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import GGUFInfo, HostFacts
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.flag_table import FALSEY, TRUTHY
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.recurrent_state import state_bytes
 
 MIB = 1 << 20
@@ -142,3 +146,29 @@ def estimate(g: GGUFInfo | None, *, ctx: int, slots: int, ubatch: int, k_type: s
         cards.append(DeviceMemory(str(index), _mib(model), _mib((kv + recurrent) * share), _mib(compute)))
     host = DeviceMemory("host", _mib(g.embed_bytes), 0, _mib(ubatch * max(g.embedding_length, 1) * 4 * 2))
     return MemoryEstimate(devices=(*cards, host), known=True)
+
+
+def _flash_attention(argv: Sequence[str], arg_env: Mapping[str, str]) -> bool:
+    """Is flash attention on for this launch? ``auto`` counts as on: llama.cpp turns it on wherever the backend
+    has it (CPU and CUDA), and off it would only add the scores."""
+    words = list(argv[1:])
+    value = flag_value(words, "-fa", "--flash-attn")
+    if value.startswith("-") or (not value and any(word in ("-fa", "--flash-attn") for word in words)):
+        return True  # an older engine's bare switch
+    value = value or arg_env.get("LLAMA_ARG_FLASH_ATTN", "auto")
+    return value in (*TRUTHY, "auto") and value not in FALSEY
+
+
+def for_plan(argv: Sequence[str], facts: HostFacts, *, ctx: int, slots: int, k_type: str, v_type: str,
+             cards: int) -> MemoryEstimate:
+    """The estimate of a planned launch: its argv's micro-batch and flash attention, the context and slots the
+    engine will open (0 = the model's own context, one slot), its K and V types, the projector and the draft model;
+    ``cards``: how many cards take every layer (0 = the host)."""
+    g = facts.gguf
+    ubatch = parse_int(flag_value(argv[1:], "-ub", "--ubatch-size")) or DEFAULT_UBATCH
+    ctx = ctx or (g.context_length if g is not None else 0)
+    draft = facts.draft_gguf
+    extra = facts.mmproj_bytes + (sum(draft.layer_bytes) + draft.embed_bytes + draft.other_bytes if draft else 0)
+    return estimate(g, ctx=ctx, slots=max(slots, 1), ubatch=max(ubatch, 1), k_type=k_type or "f16",
+                    v_type=v_type or "f16", card_free_mib=(1,) * cards,
+                    flash_attn=_flash_attention(argv, facts.arg_env), extra_model_bytes=extra)

@@ -161,6 +161,7 @@ def plan_from_params(params: Mapping, check_mode: bool) -> PlanOutcome:
         api_key_via_env=plan.api_key_via_env,
         slot_dir=plan.decisions.slot_dir,
         decisions=plan.decisions.as_dict(),
+        memory=plan.memory.as_dict(),
         preflight=preflight.as_dict() if preflight else None,
         facts=probed,
     )

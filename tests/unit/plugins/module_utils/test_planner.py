@@ -472,3 +472,32 @@ def test_metrics_comes_before_extra_args_so_they_still_end_argv():
     assert p.argv[-1] == "--jinja"
     assert p.argv.index("--metrics") < p.argv.index("--jinja")
     assert "metrics.on" in ids(p.notes)
+
+
+# ---------------------------------------------------------------- the memory estimate (Plan.memory)
+SIZED = dataclasses.replace(DENSE, vocab_size=32000, layer_bytes=(10 * 2**20,) * DENSE.block_count,
+                            embed_bytes=64 * 2**20, other_bytes=64 * 2**20)
+
+
+@pytest.mark.parametrize(
+    ("preset", "gpus", "devices"),
+    [
+        pytest.param({"CTX": "4096", "NGL": "0"}, 2, ["host"], id="no-layers-on-cards"),
+        pytest.param({"CTX": "4096"}, 0, ["host"], id="cpu-host"),
+        pytest.param({"CTX": "4096"}, 2, ["0", "1", "host"], id="two-cards"),
+    ],
+)
+def test_the_plan_says_what_the_launch_needs_per_device(preset, gpus, devices):
+    p = plan({"HOST": "127.0.0.1", **preset}, facts(help=REAL_HELP, gguf=SIZED, gpus=gpus))
+    assert p.memory.known is True
+    assert [d.device for d in p.memory.devices] == devices
+    assert p.memory.host_mib + p.memory.cards_mib == sum(d.total_mib for d in p.memory.devices)
+
+
+def test_a_larger_context_needs_more_and_an_unknown_header_says_why():
+    small = plan({"CTX": "4096"}, facts(help=REAL_HELP, gguf=SIZED)).memory
+    large = plan({"CTX": "32768"}, facts(help=REAL_HELP, gguf=SIZED)).memory
+    assert large.host_mib > small.host_mib
+    unknown = plan({"CTX": "4096"}, facts(help=REAL_HELP, gguf=DENSE)).memory
+    assert (unknown.known, unknown.why_unknown) == (False, "the model's header gave no tensor table or vocabulary")
+    assert plan({"EXTERNAL": "1"}, facts()).memory.known is False

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import GGUFInfo
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import GGUFInfo, HostFacts
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.memory_estimate import (
     MIB,
+    _flash_attention,
     compute_bytes,
     estimate,
+    for_plan,
     kv_bytes,
 )
 from tests.unit.support.paths import FIXTURES
@@ -120,3 +122,31 @@ def test_the_engine_projection_is_never_above_ours(info, ctx, slots, engine_tota
     ours = estimate(info, ctx=ctx, slots=slots, ubatch=512, flash_attn=True).host_mib
     assert ours >= 0.95 * engine_total
     assert ours <= 1.25 * engine_total  # and not wildly above: the room it would strand
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "on"),
+    [
+        pytest.param(["llama-server"], {}, True, id="default-auto"),
+        pytest.param(["llama-server", "-fa", "off"], {}, False, id="off"),
+        pytest.param(["llama-server", "--flash-attn", "on"], {}, True, id="on"),
+        pytest.param(["llama-server", "--flash-attn"], {}, True, id="old-bare-switch-last"),
+        pytest.param(["llama-server", "--flash-attn", "--mlock"], {}, True, id="old-bare-switch"),
+        pytest.param(["llama-server"], {"LLAMA_ARG_FLASH_ATTN": "off"}, False, id="environment-off"),
+    ],
+)
+def test_flash_attention_as_the_engine_will_have_it(argv, env, on):
+    assert _flash_attention(argv, env) is on
+
+
+def test_for_plan_reads_the_micro_batch_and_the_models_context():
+    facts = HostFacts(gguf=GEMMA)
+    plain = for_plan(["llama-server", "-fa", "on"], facts, ctx=0, slots=1, k_type="", v_type="", cards=0)
+    small = for_plan(["llama-server", "-fa", "on", "-ub", "128"], facts, ctx=0, slots=1, k_type="", v_type="",
+                     cards=0)
+    assert plain.devices[0].context_mib > 100  # the model's own 32768 tokens
+    assert small.devices[0].compute_mib < plain.devices[0].compute_mib / 3
+    draft = HostFacts(gguf=GEMMA, draft_gguf=TINY, mmproj_bytes=10 * MIB)
+    with_draft = for_plan(["llama-server"], draft, ctx=4096, slots=1, k_type="", v_type="", cards=1)
+    without = for_plan(["llama-server"], facts, ctx=4096, slots=1, k_type="", v_type="", cards=1)
+    assert with_draft.cards_mib - without.cards_mib == pytest.approx(10 + (591872 + 4352000 + 512) / MIB, abs=1)
