@@ -65,8 +65,8 @@ class _Search:
         taken = self.occupied.get(deployment.name, set()) if deployment.policy == "spread" else set()
         return [host for host in self.eligible[deployment.name] if host not in taken]
 
-    def first_pass(self, order: Sequence[Replica], tight: bool = False) -> tuple[dict[Replica, Choice],
-                                                                                dict[Replica, int]]:
+    def first_pass(self, order: Sequence[Replica],
+                   tight: bool = False) -> tuple[dict[Replica, Choice], dict[Replica, int]]:
         """Each replica in ``order`` on the best host for its policy (``tight``: the tightest fit for every policy,
         spread still keeping its replicas on distinct hosts)."""
         choices, candidates = {}, {}

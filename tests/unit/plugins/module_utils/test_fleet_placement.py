@@ -132,8 +132,8 @@ def test_unreadable_input_is_refused_naming_the_field(deployments, hosts, curren
 
 # ---------------------------------------------------------------- stability
 FLEET = [ram_host("h1", 16000), ram_host("h2", 16000), gpu_host("g1", 24000, 24000), gpu_host("g2", 24000, 24000)]
-WANTED = [{"name": "chat", "replicas": 2, "memory_mib": 3000}, {"name": "big", "replicas": 1, "memory_mib": 40000,
-                                                                  "gpus": 2, "policy": "binpack"}]
+WANTED = [{"name": "chat", "replicas": 2, "memory_mib": 3000},
+          {"name": "big", "replicas": 1, "memory_mib": 40000, "gpus": 2, "policy": "binpack"}]
 
 
 def test_what_runs_stays_when_a_host_or_deployment_is_added():
@@ -185,7 +185,7 @@ def test_the_same_input_in_another_order_gives_the_same_placement():
     hosts = [*FLEET, ram_host("h3", 9000, {"a": "2", "b": "1"})]
     first = place(deployments, hosts)
     shuffled = random.Random(7)
-    for _ in range(5):
+    for _attempt in range(5):
         other_d, other_h = deployments[:], hosts[:]
         shuffled.shuffle(other_d)
         shuffled.shuffle(other_h)
@@ -290,8 +290,8 @@ def test_a_second_placement_with_an_unrelated_host_added_moves_nothing(hosts, de
              for i, host in enumerate(hosts)]
     deployments = [{**d, "name": f"d{i}"} for i, d in enumerate(deployments)]
     first = place(deployments, hosts)
-    extra = {"name": f"z{seed}", "ram_free_mib": 64000, "gpus": [{"uuid": "GPU-z", "index": 0, "total_mib": 80000,
-                                                                   "free_mib": 80000}]}
+    extra = {"name": f"z{seed}", "ram_free_mib": 64000,
+             "gpus": [{"uuid": "GPU-z", "index": 0, "total_mib": 80000, "free_mib": 80000}]}
     # The running replicas hold their memory: the hosts' free figures shrink by it.
     after = []
     for host in hosts:
