@@ -51,6 +51,7 @@ class Gpu:
     uuid: str
     name: str
     total_mib: int
+    free_mib: int = -1  # free now, as NVML reports it; -1 = unknown (nvidia-smi's query asks the total only)
 
 
 def _text(value: Any) -> str:
@@ -78,7 +79,8 @@ def nvml_gpus(nvml: ModuleType | Any = None) -> list[Gpu] | None:
         gpus = []
         for index in range(int(nvml.nvmlDeviceGetCount())):
             handle = nvml.nvmlDeviceGetHandleByIndex(index)
-            total_mib = int(nvml.nvmlDeviceGetMemoryInfo(handle).total) >> 20
+            memory = nvml.nvmlDeviceGetMemoryInfo(handle)
+            total_mib = int(memory.total) >> 20
             if total_mib <= 0:
                 return None
             gpus.append(
@@ -87,6 +89,7 @@ def nvml_gpus(nvml: ModuleType | Any = None) -> list[Gpu] | None:
                     uuid=_text(nvml.nvmlDeviceGetUUID(handle)),
                     name=_text(nvml.nvmlDeviceGetName(handle)),
                     total_mib=total_mib,
+                    free_mib=max(int(memory.free), 0) >> 20,
                 )
             )
         return gpus

@@ -96,9 +96,10 @@ TWO_CARDS = [
     FakeCard("NVIDIA H100 80GB HBM3", "GPU-11111111-2222-3333-4444-555555555555", H100_BYTES),
     FakeCard("NVIDIA GeForce RTX 4090", "GPU-66666666-7777-8888-9999-aaaaaaaaaaaa", RTX4090_BYTES),
 ]
+# NVML also says what is free now (the fake keeps 512 MiB in use on every card); nvidia-smi's query does not.
 TWO_GPUS = [
-    Gpu(0, "GPU-11111111-2222-3333-4444-555555555555", "NVIDIA H100 80GB HBM3", 81559),
-    Gpu(1, "GPU-66666666-7777-8888-9999-aaaaaaaaaaaa", "NVIDIA GeForce RTX 4090", 24564),
+    Gpu(0, "GPU-11111111-2222-3333-4444-555555555555", "NVIDIA H100 80GB HBM3", 81559, 81047),
+    Gpu(1, "GPU-66666666-7777-8888-9999-aaaaaaaaaaaa", "NVIDIA GeForce RTX 4090", 24564, 24052),
 ]
 
 
@@ -115,7 +116,7 @@ def test_nvml_gpus(as_bytes: bool) -> None:
 
 def test_nvml_h200() -> None:
     fake = FakeNvml([FakeCard("NVIDIA H200", "GPU-0", H200_BYTES)])
-    assert nvml_gpus(fake) == [Gpu(0, "GPU-0", "NVIDIA H200", 143771)]
+    assert nvml_gpus(fake) == [Gpu(0, "GPU-0", "NVIDIA H200", 143771, 143259)]
 
 
 def test_nvml_no_card() -> None:
