@@ -52,6 +52,12 @@ def test_planned_argv_serves_completions(tmp_path, engine_bin, model_path, start
     assert "ngl.sentinel_auto" in [n["id"] for n in result["notes"]]
     assert result["facts"]["gguf"]["arch"] == "gemma3"
     assert result["exec_start"].startswith(engine_bin + " -m ")
+    # What the launch needs: the whole model, its KV cache and the compute buffer, all on this CPU host.
+    memory = result["memory"]
+    assert memory["known"] is True
+    assert [device["device"] for device in memory["devices"]] == ["host"]
+    assert memory["host_mib"] > os.path.getsize(model_path) >> 20
+    assert memory["devices"][0]["context_mib"] > 0
 
     server = start_server(argv, result["env"])
     assert server.wait_healthy() == 200
