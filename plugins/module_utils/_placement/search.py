@@ -80,6 +80,56 @@ class _Search:
             choices[replica], candidates[replica] = choice, count
         return choices, candidates
 
+    def repair(self, order: Sequence[Replica], choices: dict[Replica, Choice]) -> set[Replica]:
+        """Fit each replica left out by moving one placed replica of another deployment from a host to another host;
+        ``choices`` is changed in place. Returns the replicas it placed or moved; stops at the step budget."""
+        placed_on: dict[str, list[Replica]] = {}
+        for replica, choice in choices.items():
+            placed_on.setdefault(choice.host, []).append(replica)
+        touched: set[Replica] = set()
+        # A quarter of the budget: the search after it gets the rest.
+        limit = self.steps + self.budget // 4
+        for replica in order:
+            if replica in choices:
+                continue
+            deployment = self.deployments[replica[0]]
+            for host in self.hosts_for(deployment):
+                if self.steps > limit:
+                    return touched
+                moved = self._fit_by_moving(replica, host, choices, placed_on)
+                if moved is not None:
+                    touched |= {replica, moved}
+                    break
+        return touched
+
+    def _fit_by_moving(self, replica: Replica, host: str, choices: dict[Replica, Choice],
+                       placed_on: dict[str, list[Replica]]) -> Replica | None:
+        """The replica moved off ``host`` to fit ``replica`` there, or None."""
+        deployment = self.deployments[replica[0]]
+        for other in sorted(placed_on.get(host, [])):
+            if other[0] == replica[0]:
+                continue
+            self.steps += 1
+            before, moving = choices[other], self.deployments[other[0]]
+            self._release(other, before)
+            mine = self.capacity.best_on(deployment, host)
+            if mine is not None:
+                self._take(replica, mine)
+                elsewhere = [choice for name in self.hosts_for(moving) if name != host
+                             and (choice := self.capacity.best_on(moving, name)) is not None]
+                self.steps += len(self.eligible[moving.name])
+                if elsewhere:
+                    moved = min(elsewhere, key=lambda choice: choice.score)
+                    self._take(other, moved)
+                    choices[other], choices[replica] = moved, mine
+                    placed_on[host].remove(other)
+                    placed_on.setdefault(moved.host, []).append(other)
+                    placed_on[host].append(replica)
+                    return other
+                self._release(replica, mine)
+            self._take(other, before)
+        return None
+
     def undo(self, choices: Mapping[Replica, Choice]) -> None:
         for replica, choice in choices.items():
             self._release(replica, choice)
@@ -159,7 +209,15 @@ def solve(deployments: Mapping[str, Deployment], replicas: Sequence[Replica], el
         search.undo(small)
         if len(small) > len(outcome.choices):
             outcome.choices, outcome.first_pass = small, small_candidates
-    # Then the search, from nothing placed; it keeps the first passes' result unless it places more.
+    # Then one replica moved to make room for one left out, as long as that fits more.
+    for replica, choice in outcome.choices.items():
+        search._take(replica, choice)
+    touched = search.repair(order, outcome.choices)
+    outcome.first_pass = {replica: count for replica, count in outcome.first_pass.items() if replica not in touched}
+    if len(outcome.choices) == len(order):
+        return outcome
+    search.undo(outcome.choices)
+    # Then the search, from nothing placed; it keeps the passes' result unless it places more.
     search.search(order, outcome.choices)
     outcome.searched, outcome.finished, outcome.steps = True, not search.exhausted, search.steps
     if len(search.best) > len(outcome.choices):
