@@ -13,6 +13,7 @@ import copy
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.llamafleet.llamacpp.plugins.filter.llama_gateway import fleet_host
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import scrape_targets
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner import preset_layers
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.files import read_bytes, write_atomically
@@ -28,28 +29,13 @@ ARGUMENT_SPEC = {
 
 def instance_presets(variables) -> dict:
     """Each present instance's preset name and version (preset_layers.preset_version), by instance name."""
-    presets = {}
-    for instance in variables.get("llama_server_instances") or []:
-        if not isinstance(instance, dict) or instance.get("state", "present") != "present":
-            continue
-        try:
-            layered = preset_layers.preset_and_key(instance, variables.get("llama_server_presets") or {})[0]
-        except preset_layers.PresetLayerError:
-            continue  # refused by the judge already: it has no row
-        presets[str(instance.get("name"))] = {"preset": str(instance.get("preset") or ""),
-                                              "version": preset_layers.preset_version(layered)}
-    return presets
+    return {str(instance.get("name")): {"preset": str(instance.get("preset") or ""),
+                                        "version": preset_layers.preset_version(preset)}
+            for instance, preset, _key in preset_layers.present_instances(variables)}
 
 
 def fleet_hosts(hostvars, hosts) -> list[dict]:
-    fleet = []
-    for name in hosts:
-        variables = hostvars[name]
-        report = variables.get("llama_server_report")
-        fleet.append({"name": name, "address": variables.get("ansible_host") or name,
-                      "report": list(report) if report is not None else None,
-                      "presets": instance_presets(variables)})
-    return fleet
+    return [{**fleet_host(hostvars, name), "presets": instance_presets(hostvars[name])} for name in hosts]
 
 
 class ActionModule(ActionBase):

@@ -344,11 +344,7 @@ memory:
         C(compute_mib) and C(total_mib).
       type: list
       elements: dict
-    notes:
-      description: What the estimate left out.
-      type: list
-      elements: str
-  sample: {known: true, why_unknown: "", host_mib: 826, cards_mib: 0, notes: [],
+  sample: {known: true, why_unknown: "", host_mib: 826, cards_mib: 0,
            devices: [{device: host, model_mib: 236, context_mib: 27, compute_mib: 563, total_mib: 826}]}
 unset_environment:
   description:

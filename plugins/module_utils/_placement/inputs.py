@@ -82,6 +82,11 @@ class Current:
     version: str = ""
 
 
+def _is_list(value) -> bool:
+    """A list (or tuple) of the input, and not text, which is a sequence too."""
+    return isinstance(value, Sequence) and not isinstance(value, str)
+
+
 def _where(kind: str, position: int, name: str = "") -> str:
     return f"{kind}[{position}]" + (f" ({name})" if name else "")
 
@@ -112,7 +117,7 @@ def _labels(where: str, value, required: bool) -> tuple[tuple[str, str | None], 
     pairs: list[tuple[str, str | None]] = []
     if isinstance(value, Mapping):
         items = [(str(key), None if val is None else str(val)) for key, val in value.items()]
-    elif isinstance(value, Sequence) and not isinstance(value, str):
+    elif _is_list(value):
         items = []
         for word in value:
             if not isinstance(word, str):
@@ -129,7 +134,7 @@ def _labels(where: str, value, required: bool) -> tuple[tuple[str, str | None], 
 
 
 def read_deployments(raw) -> tuple[Deployment, ...]:
-    if not isinstance(raw, Sequence) or isinstance(raw, str):
+    if not _is_list(raw):
         raise PlacementError(f"deployments: {type(raw).__name__} is not a list of deployments")
     found: dict[str, Deployment] = {}
     for position, item in enumerate(raw):
@@ -159,7 +164,7 @@ def read_deployments(raw) -> tuple[Deployment, ...]:
 def _cards(where: str, raw) -> tuple[Card, ...]:
     if raw is None:
         return ()
-    if not isinstance(raw, Sequence) or isinstance(raw, str):
+    if not _is_list(raw):
         raise PlacementError(f"{where}.gpus: {raw!r} is not a list of cards")
     cards, seen = [], set()
     for position, item in enumerate(raw):
@@ -179,11 +184,11 @@ def _cards(where: str, raw) -> tuple[Card, ...]:
 
 def _ports(where: str, item: Mapping) -> tuple[frozenset[int], tuple[int, int]]:
     used = item.get("ports_used") or []
-    if not isinstance(used, Sequence) or isinstance(used, str):
+    if not _is_list(used):
         raise PlacementError(f"{where}.ports_used: {used!r} is not a list of ports")
     ports = frozenset(_integer(where, "ports_used", port, 1, 65535) for port in used)
     span = item.get("port_range") or list(DEFAULT_PORT_RANGE)
-    if not isinstance(span, Sequence) or isinstance(span, str) or len(span) != 2:
+    if not _is_list(span) or len(span) != 2:
         raise PlacementError(f"{where}.port_range: {span!r} is not [first, last]")
     first, last = (_integer(where, "port_range", port, 1, 65535) for port in span)
     if first > last:
@@ -192,7 +197,7 @@ def _ports(where: str, item: Mapping) -> tuple[frozenset[int], tuple[int, int]]:
 
 
 def read_hosts(raw) -> tuple[Host, ...]:
-    if not isinstance(raw, Sequence) or isinstance(raw, str):
+    if not _is_list(raw):
         raise PlacementError(f"hosts: {type(raw).__name__} is not a list of hosts")
     found: dict[str, Host] = {}
     for position, item in enumerate(raw):
@@ -223,7 +228,7 @@ def read_hosts(raw) -> tuple[Host, ...]:
 def read_current(raw) -> tuple[Current, ...]:
     if raw is None:
         return ()
-    if not isinstance(raw, Sequence) or isinstance(raw, str):
+    if not _is_list(raw):
         raise PlacementError(f"current: {type(raw).__name__} is not a list of placements")
     found: dict[tuple[str, int], Current] = {}
     for position, item in enumerate(raw):
@@ -235,7 +240,7 @@ def read_current(raw) -> tuple[Current, ...]:
         if key in found:
             raise PlacementError(f"{where}: replica {key[1]} of {key[0]} is listed twice")
         gpus = item.get("gpus") or []
-        if not isinstance(gpus, Sequence) or isinstance(gpus, str) or not all(isinstance(g, str) for g in gpus):
+        if not _is_list(gpus) or not all(isinstance(g, str) for g in gpus):
             raise PlacementError(f"{where}.gpus: {gpus!r} is not a list of card UUIDs")
         host = item.get("host")
         if not isinstance(host, str) or not host:

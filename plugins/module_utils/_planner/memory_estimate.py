@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.argv_tokens import flag_value, parse_int
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.context_size import DEFAULT_UBATCH
@@ -61,7 +61,6 @@ class MemoryEstimate:
     devices: tuple[DeviceMemory, ...] = ()
     known: bool = False  # the header said enough (tensor bytes and the attention's sizes)
     why_unknown: str = ""
-    notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def host_mib(self) -> int:
@@ -73,8 +72,7 @@ class MemoryEstimate:
 
     def as_dict(self) -> dict:
         return {"known": self.known, "why_unknown": self.why_unknown, "host_mib": self.host_mib,
-                "cards_mib": self.cards_mib, "devices": [d.as_dict() for d in self.devices],
-                "notes": list(self.notes)}
+                "cards_mib": self.cards_mib, "devices": [d.as_dict() for d in self.devices]}
 
 
 def _mib(n_bytes: float) -> int:

@@ -71,6 +71,22 @@ def preset_and_key(instance, presets) -> tuple[dict, str]:
     return {name: value for name, value in preset.items() if name not in ("API_KEY", "EXTERNAL_KEY")}, key
 
 
+def present_instances(variables: Mapping) -> list[tuple[Mapping, dict, str]]:
+    """A host's present instances as (instance, layered preset without secrets, key), from its variables
+    (``llama_server_instances``, ``llama_server_presets``). One that cannot be layered is left out: the judge refuses
+    it already, so it has no row."""
+    found = []
+    for instance in variables.get("llama_server_instances") or []:
+        if not isinstance(instance, Mapping) or instance.get("state", "present") != "present":
+            continue
+        try:
+            preset, key = preset_and_key(instance, variables.get("llama_server_presets") or {})
+        except PresetLayerError:
+            continue
+        found.append((instance, preset, key))
+    return found
+
+
 def preset_version(preset: Mapping) -> str:
     """A short digest of what an instance's layered preset serves and how (12 hex digits): the same on every host
     and port that runs it, so a scrape label tells which hosts run which version during a rollout. Leaves out the
