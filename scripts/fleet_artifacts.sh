@@ -7,8 +7,9 @@
 #
 # artifacts.json: {"engine_archive": <file name in the share>, "engine_checksum":
 # "sha256:<hex>", "engine_version": "b<build>", "model": <file name in the share>,
-# "model_checksum": "sha256:<hex>", "wheels_dir": <controller directory of the
-# module runtime's wheels>}. The hosts fetch file:///srv/llamafleet/<name> with
+# "model_checksum": "sha256:<hex>", "tiny_model", "tiny_model_checksum" (the
+# tiny random model, always there: the local fleet's placed deployments serve
+# it too), "wheels_dir": <controller directory of the module runtime's wheels>}. The hosts fetch file:///srv/llamafleet/<name> with
 # the checksum, as they would fetch a release from its URL.
 #
 # Builds/fetches what is missing through scripts/engine_archive.sh,
@@ -31,6 +32,7 @@ case "${LLAMAFLEET_FLEET_MODEL:-gemma}" in
   tiny) model=$("$here/tiny_model.sh") ;;
   *) echo "LLAMAFLEET_FLEET_MODEL must be gemma or tiny, not ${LLAMAFLEET_FLEET_MODEL}" >&2; exit 2 ;;
 esac
+tiny=$("$here/tiny_model.sh")
 wheels=$("$here/wheels.sh")
 
 # Same content under the same name in the share; an unchanged file stays untouched.
@@ -43,27 +45,35 @@ place() {
 }
 place "$archive"
 place "$model"
+place "$tiny"
 
-model_in_share="$share/$(basename "$model")"
-sum_file="$share/.$(basename "$model").sha256"
-if ! [ -f "$sum_file" ] || [ "$model_in_share" -nt "$sum_file" ]; then
-  sha256sum "$model_in_share" | cut -d' ' -f1 >"$sum_file.partial"
-  mv -f "$sum_file.partial" "$sum_file"
-fi
-model_checksum="sha256:$(cat "$sum_file")"
+checksum() {
+  local in_share sum_file
+  in_share="$share/$(basename "$1")"
+  sum_file="$share/.$(basename "$1").sha256"
+  if ! [ -f "$sum_file" ] || [ "$in_share" -nt "$sum_file" ]; then
+    sha256sum "$in_share" | cut -d' ' -f1 >"$sum_file.partial"
+    mv -f "$sum_file.partial" "$sum_file"
+  fi
+  echo "sha256:$(cat "$sum_file")"
+}
+model_checksum=$(checksum "$model")
+tiny_checksum=$(checksum "$tiny")
 
 # llama-server-b11434-linux-x86_64-cpu.tar.gz -> b11434
 version=$(basename "$archive" | sed -n 's/^llama-server-\(b[0-9][0-9]*\)-.*/\1/p')
 [ -n "$version" ] || { echo "cannot read the engine version from $archive" >&2; exit 1; }
 
 python3 - "$share/artifacts.json" "$(basename "$archive")" "$archive_checksum" "$version" \
-  "$(basename "$model")" "$model_checksum" "$wheels" <<'EOF'
+  "$(basename "$model")" "$model_checksum" "$wheels" "$(basename "$tiny")" "$tiny_checksum" <<'EOF'
 import json
 import os
 import sys
 
-path, archive, archive_checksum, version, model, model_checksum, wheels = sys.argv[1:]
+path, archive, archive_checksum, version, model, model_checksum, wheels, tiny, tiny_checksum = sys.argv[1:]
 data = {
+    "tiny_model": tiny,
+    "tiny_model_checksum": tiny_checksum,
     "engine_archive": archive,
     "engine_checksum": archive_checksum,
     "engine_version": version,

@@ -21,6 +21,7 @@ ARGUMENT_SPEC = {
     "path": {"type": "str", "default": "./fleet-summary.md"},
     "title": {"type": "str", "default": "llama-server fleet"},
     "gateways": {"type": "list", "elements": "str", "default": []},
+    "deployments": {"type": "list", "elements": "dict", "default": []},
 }
 
 
@@ -41,7 +42,7 @@ class ActionModule(ActionBase):
         # A copy: Ansible fills a dict option's default in place, which would change the spec for the next task.
         _validation, args = self.validate_argument_spec(argument_spec=copy.deepcopy(ARGUMENT_SPEC))
         text = fleet_summary_markdown(args["hosts"], (task_vars or {}).get("hostvars") or {}, args["title"],
-                                      args["gateways"])
+                                      args["gateways"], args["deployments"])
         if args["path"]:
             try:
                 write_if_different(args["path"], text)

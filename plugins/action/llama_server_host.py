@@ -20,6 +20,7 @@ import time
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.fleet_readings import placement_record
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.role import (
     input_errors,
     instances_in_state,
@@ -38,6 +39,10 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths 
     runtime_marker,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import settings_spec
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.deployments import (
+    deployment_errors,
+    judge_deployments,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_layers import preset_and_key
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import target_code
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.rollout_holder import (
@@ -68,6 +73,8 @@ ARGUMENT_SPEC = {
     "unit_dir": {"type": "str", "default": UNIT_DIR},
     "lock_path": {"type": "str", "default": LOCK_PATH},
     "lock_lease_s": {"type": "int", "default": LOCK_LEASE_S},
+    # The deploy playbook's placement (llama_fleet_deployments); None: the fleet places nothing.
+    "deployments": {"type": "list", "elements": "raw", "default": None},
 }
 
 
@@ -94,21 +101,33 @@ class ActionModule(ActionBase):
         settings = args["settings"]
         errors = input_errors({**settings, **{k: args[k] for k in (
             "instances", "presets", "engine_bin", "engine_archive_url", "engine_archive_checksum", "models")}})
+        if args["deployments"] is not None:
+            errors += deployment_errors(args["deployments"], args["presets"], args["instances"])
         if errors:
             result.update(failed=True, msg="; ".join(errors), errors=errors)
             return result
-        instances, keys = [], {}
+        placement, keys = None, {}
+        if args["deployments"] is not None:
+            deployments, keys = judge_deployments(args["deployments"], args["presets"])
+            placement = {"deployments": deployments}
+        instances = []
         for instance in instances_in_state(args["instances"], "present"):
             preset, key = preset_and_key(instance, args["presets"])
             if key:
                 keys[instance["name"]] = key
-            instances.append({"name": instance["name"], "preset": preset,
-                              "environment": instance.get("environment") or {}})
-        found = self._judge(args, instances, keys, task_vars)
+            item = {"name": instance["name"], "preset": preset, "environment": instance.get("environment") or {}}
+            if instance.get("placement"):
+                # A placed replica listed by the playbook: judged with the record its state file keeps.
+                item["placement"] = placement_record(instance["placement"], instance.get("port"),
+                                                     instance.get("cuda_visible_devices"))
+            instances.append(item)
+        found = self._judge(args, instances, keys, task_vars, placement)
+        if placement is not None and "placement" in found:
+            found["placement"]["versions"] = {d["name"]: d["version"] for d in placement["deployments"]}
         result.update(scrub(found, *keys.values()))
         return result
 
-    def _judge(self, args: dict, instances: list, keys: dict, task_vars: dict) -> dict:
+    def _judge(self, args: dict, instances: list, keys: dict, task_vars: dict, placement: dict | None) -> dict:
         module_args = {
             "instances": instances,
             "keys": keys,
@@ -125,9 +144,15 @@ class ActionModule(ActionBase):
             "unit_dir": args["unit_dir"],
             "lock_path": args["lock_path"],
         }
+        if placement is not None:
+            module_args["placement"] = placement
         found = self._judge_in_venv(args["venv"], module_args) if args["venv"] else None
         if found is None:
             found = module_result(self, JUDGE_MODULE, module_args, task_vars, venv_python(args["venv"]))
+        if found.get("failed") and interpreter_missing(found) and placement is not None:
+            # A host without the planning venv yet: the judge needs only the standard library, and the placement
+            # needs this host's capacity; its own interpreter reads them (and says what the role would install).
+            found = module_result(self, JUDGE_MODULE, module_args, task_vars, "")
         if found.get("failed"):
             if interpreter_missing(found):
                 return not_current(NO_RUNTIME)
@@ -140,10 +165,13 @@ class ActionModule(ActionBase):
                     "holder": holder, "current": False, "why": ["another rollout holds this host"], "report": [],
                     "engine": "", "work": {"all": True, "instances": []}}
         work = found.get("work") or {}
-        return {"changed": False, "current": bool(found.get("current")), "why": list(found.get("why") or []),
-                "report": list(found.get("report") or []), "engine": str(found.get("engine") or ""),
-                "work": {"all": bool(work.get("all", not found.get("current"))),
-                         "instances": list(work.get("instances") or [])}}
+        judged = {"changed": False, "current": bool(found.get("current")), "why": list(found.get("why") or []),
+                  "report": list(found.get("report") or []), "engine": str(found.get("engine") or ""),
+                  "work": {"all": bool(work.get("all", not found.get("current"))),
+                           "instances": list(work.get("instances") or [])}}
+        if "placement" in found:
+            judged["placement"] = found["placement"]
+        return judged
 
     # ---------------------------------------------------------------- the fast path
     def _judge_in_venv(self, venv: str, module_args: dict) -> dict | None:
@@ -157,7 +185,8 @@ class ActionModule(ActionBase):
             self._install_code(python, code)
             found = self._run_with_options(command, module_args)
         if found.get("rc") == 127:  # no venv: no planning runtime yet
-            return not_current(NO_RUNTIME) | {"lock_holder": {}}
+            # With a placement to read, the module reads it with the host's own interpreter instead.
+            return None if "placement" in module_args else not_current(NO_RUNTIME) | {"lock_holder": {}}
         if found.get("rc") != 0:
             return None
         try:

@@ -13,11 +13,16 @@ import copy
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.fleet_readings import placement_record
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.instance import instance_errors
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.settings_check import settings_errors
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.report import early_entry
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import container_name, unit_name
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import settings_spec
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.inputs import (
+    DEFAULT_GPU_MARGIN_MIB,
+    DEFAULT_RAM_MARGIN_MIB,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_layers import (
     PresetLayerError,
     preset_and_key,
@@ -37,6 +42,13 @@ ARGUMENT_SPEC = {
     "settings": settings_spec(),
     "pending": {"type": "str", "default": ""},
 }
+
+
+def placement_option(instance: dict, task_vars: dict) -> dict:
+    """A placed replica's record for its state file, and its host's margins for the engine's own estimate."""
+    record = placement_record(instance["placement"], instance.get("port"), instance.get("cuda_visible_devices"))
+    return {**record, "ram_margin_mib": int(task_vars.get("llama_fleet_ram_margin_mib", DEFAULT_RAM_MARGIN_MIB)),
+            "gpu_margin_mib": int(task_vars.get("llama_fleet_gpu_margin_mib", DEFAULT_GPU_MARGIN_MIB))}
 
 
 class ActionModule(ActionBase):
@@ -72,6 +84,8 @@ class ActionModule(ActionBase):
             else:
                 module_args = {"name": name, "preset": preset, "environment": instance.get("environment") or {},
                                "api_key": key, "engine": args["engine"], "settings": settings}
+                if instance.get("placement"):
+                    module_args["placement"] = placement_option(instance, task_vars or {})
                 found = self._apply(module_args, venv_python(args["venv"]), task_vars, service)
         outcome = {k: found[k] for k in _TOP if k in found}
         outcome["applied"] = {k: v for k, v in found.items() if k not in _TOP}

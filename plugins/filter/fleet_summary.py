@@ -120,10 +120,30 @@ def fleet_summary_rows(hosts: Iterable[str], hostvars: Mapping) -> list[dict]:
     return rows
 
 
+def deployment_lines(deployments: Iterable[Mapping], hostvars: Mapping) -> list[str]:
+    """The placed deployments (fleet_deployments' rows): each replica's host, cards and port, with the state its
+    host's report gives that instance (what runs, not what was placed), and the replicas left out."""
+    lines = ["", "## Deployments", "", "| deployment | replica | host | cards | port | MiB | state |",
+             "|---|---|---|---|---|---|---|"]
+    for row in deployments:
+        for replica in row.get("replicas") or []:
+            name = f"{row['deployment']}-{replica['replica']}"
+            report = (hostvars.get(replica["host"]) or {}).get("llama_server_report") or []
+            found = [entry for entry in report if isinstance(entry, Mapping) and entry.get("instance") == name]
+            state = str(found[-1].get("state") or "?") if found else "not deployed"
+            cards = ", ".join(str(card) for card in replica.get("gpus") or []) or "RAM"
+            lines.append(f"| {_cell(row['deployment'])} | {replica['replica']} | {_cell(replica['host'])} | "
+                         f"{_cell(cards)} | {replica['port']} | {replica['memory_mib']} | {_cell(state)} |")
+        for unplaced in row.get("unplaced") or []:
+            lines.append(f"| {_cell(row['deployment'])} | {unplaced['replica']} | (unplaced) | - | - | - | "
+                         f"{_cell(unplaced['why'])} |")
+    return lines
+
+
 def fleet_summary_markdown(hosts: Iterable[str], hostvars: Mapping, title: str = "llama-server fleet",
-                           gateways: Iterable[str] = ()) -> str:
+                           gateways: Iterable[str] = (), deployments: Iterable[Mapping] = ()) -> str:
     """The Markdown table of fleet_summary_rows, with a heading and a totals line, then a line per gateway
-    (``gateway: URL``: the fleet's one endpoint)."""
+    (``gateway: URL``: the fleet's one endpoint), then the placed deployments when there are any."""
     rows = fleet_summary_rows(hosts, hostvars)
     lines = [f"# {title}", ""]
     lines.append("| " + " | ".join(HEADERS) + " |")
@@ -144,6 +164,9 @@ def fleet_summary_markdown(hosts: Iterable[str], hostvars: Mapping, title: str =
     lines.append(f"{len(host_names)} host(s), {len(rows)} row(s); {changed} instance(s) changed, {restarts}; "
                  f"{hosts_line}.")
     lines += [f"gateway: {url}" for url in gateways]
+    deployments = list(deployments or [])
+    if deployments:
+        lines += deployment_lines(deployments, hostvars)
     return "\n".join(lines) + "\n"
 
 

@@ -69,7 +69,7 @@ def rollout_plan(hostvars, hosts, serial, models=()) -> dict:
     for name in hosts:
         variables = hostvars[name]
         drained = {f"{name}/{entry['instance']}" for entry in restarting_instances(
-            variables.get("_llama_server_judgement"), name, variables.get("llama_server_instances"))}
+            variables.get("_llama_server_judgement"), name, preset_layers.host_instances(variables))}
         restarts[name] = [str(model["name"]) for model in models or []
                           if drained & set(model.get("replicas") or [])]
     order, sizes = rollout_batches.rollout_batches(hosts, restarts, replicas, serial)

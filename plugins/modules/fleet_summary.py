@@ -43,6 +43,14 @@ options:
     type: list
     elements: str
     default: []
+  deployments:
+    description:
+      - The placed deployments (RV(llamafleet.llamacpp.fleet_deployments#module:deployments)), printed after the
+        gateways - each replica's host, cards, port and need, with the state its host's report gives it, and the
+        replicas left out.
+    type: list
+    elements: dict
+    default: []
 seealso:
   - module: llamafleet.llamacpp.llama_server_host
 attributes:

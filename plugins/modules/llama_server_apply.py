@@ -64,6 +64,39 @@ options:
         (default O(settings.image_binary)).
     type: str
     default: ""
+  placement:
+    description:
+      - For a replica placed by the deploy playbook (C(llama_fleet_deployments)) - its record, kept in the instance's
+        state file once it is verified (the judge finds the fleet's replicas by it), and the margins its host keeps
+        free. Before such a replica starts (none of it runs yet), C(llama-fit-params --fit-print on) next to the
+        engine projects the planned launch's memory per device, and a projection above the free memory less the
+        margins fails the step before anything changes.
+    type: dict
+    suboptions:
+      deployment:
+        description: The deployment's name.
+        type: str
+        required: true
+      replica:
+        description: The replica's number (from 0).
+        type: int
+        required: true
+      port:
+        description: The port the placement gave it.
+        type: int
+        default: 0
+      cuda_visible_devices:
+        description: The cards the placement gave it (UUIDs), C(-1) for none on a host with cards, empty without.
+        type: str
+        default: ""
+      ram_margin_mib:
+        description: RAM the host keeps free (MiB).
+        type: int
+        default: 1024
+      gpu_margin_mib:
+        description: Memory each card keeps free (MiB).
+        type: int
+        default: 1024
 notes:
   - Needs root, and systemd or the docker CLI with its compose v2 plugin. Planning needs the C(gguf) package (the
     role's planning venv); O(state=absent) needs only the Python standard library.
@@ -171,6 +204,10 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.comp
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import (  # noqa: E402
     settings_spec,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.inputs import (  # noqa: E402
+    DEFAULT_GPU_MARGIN_MIB,
+    DEFAULT_RAM_MARGIN_MIB,
+)
 
 ARGUMENT_SPEC = {
     "name": {"type": "str", "required": True},
@@ -180,6 +217,14 @@ ARGUMENT_SPEC = {
     "api_key": {"type": "str", "default": "", "no_log": True},
     "engine": {"type": "str", "default": ""},
     "settings": settings_spec(),
+    "placement": {"type": "dict", "default": None, "options": {
+        "deployment": {"type": "str", "required": True},
+        "replica": {"type": "int", "required": True},
+        "port": {"type": "int", "default": 0},
+        "cuda_visible_devices": {"type": "str", "default": ""},
+        "ram_margin_mib": {"type": "int", "default": DEFAULT_RAM_MARGIN_MIB},
+        "gpu_margin_mib": {"type": "int", "default": DEFAULT_GPU_MARGIN_MIB},
+    }},
 }
 
 

@@ -99,6 +99,15 @@ options:
     description: Seconds after which a lock taken from another controller counts as abandoned.
     type: int
     default: 21600
+  deployments:
+    description:
+      - The fleet's deployments (C(llama_fleet_deployments), docs/placement.md), given by the deploy playbook when it
+        places them. They are checked here with this host's presets and instances (a bad field fails the task
+        before the host is read); the judge then also judges the replicas placed here before, and RV(placement)
+        says what the playbook's placement reads of this host. Without the planning venv the judge runs under the
+        host's own interpreter, which reads the capacity (no estimate yet).
+    type: list
+    elements: raw
 notes:
   - The API keys go to the target only as the judge's no_log option, to read the running engines' C(/props);
     every string of the result is scrubbed of them.
@@ -152,5 +161,13 @@ work:
       will restart or be written, absent ones still there) - or C(all) when a part they share (account, planning
       runtime, engine, model) is not in place.
   returned: always
+  type: dict
+placement:
+  description:
+    - With O(deployments) - C(capacity) (C(ram_free_mib) is the RAM free less what the running engines reserved and
+      do not use yet; C(gpus) with NVML's free memory; C(ports_used)), C(placed) (the replicas placed here before: their
+      deployment, replica, port, cards, need and whether they run their plan), C(estimates) (each deployment's need
+      per replica as planned on this host, or why it is unknown) and C(versions) (each deployment's preset version).
+  returned: when O(deployments) is given and the host could be read
   type: dict
 """

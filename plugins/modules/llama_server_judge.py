@@ -76,6 +76,13 @@ options:
     description: The rollout lock file, read only.
     type: str
     default: /run/llamafleet/rollout.lock
+  placement:
+    description:
+      - The deploy playbook's placement (C(llama_fleet_deployments)) - C(deployments), each with its C(name),
+        layered C(preset) (no key - the keys are in O(keys) as C(deployment <name>)), C(environment), C(gpus) and
+        C(version). The replicas placed here before (found by their state files) are then judged with their
+        deployment's preset, and RV(placement) says what the placement reads of this host.
+    type: dict
 seealso:
   - module: llamafleet.llamacpp.llama_server_host
   - module: llamafleet.llamacpp.llama_server_apply
@@ -122,6 +129,14 @@ work:
 lock_holder:
   description: Who holds the rollout lock (empty when it is free).
   returned: always
+  type: dict
+placement:
+  description:
+    - C(capacity) (C(ram_total_mib), C(ram_free_mib) less what the running engines reserved and do not use yet,
+      C(reserved_mib), C(gpus) with NVML's free memory, C(ports_used)), C(placed) (the replicas found here: their
+      record, plan's need and whether they run their plan) and C(estimates) (each deployment's need per replica,
+      planned here, or why it is unknown).
+  returned: when O(placement) is given
   type: dict
 """
 

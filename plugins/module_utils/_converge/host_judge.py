@@ -13,7 +13,8 @@ import os
 import subprocess
 from collections.abc import Mapping
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import host, instance
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import fleet_readings, host, instance
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.step import Request
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import (
     LOCK_PATH,
     UNIT_DIR,
@@ -22,7 +23,18 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths 
     unit_path,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import settings_spec
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.deployments import (
+    KEY_PREFIX,
+    NO_CARD,
+    placed_instance,
+    replica_name,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_request import (
+    plan_from_params,
+    with_defaults,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.service import Runner
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.instance_request import plan_request
 
 
 def argument_spec() -> dict:
@@ -39,6 +51,9 @@ def argument_spec() -> dict:
         "models": {"type": "list", "elements": "dict", "default": []},
         "unit_dir": {"type": "str", "default": UNIT_DIR},
         "lock_path": {"type": "str", "default": LOCK_PATH},
+        # The deploy playbook's placement: the fleet's deployments (name, layered preset without key, environment,
+        # cards per replica, version); the judge then also reads what the placement needs (fleet_readings).
+        "placement": {"type": "dict", "default": None},
     }
 
 
@@ -51,10 +66,12 @@ def shared_problems(params: Mapping, run: Runner, docker_run: Runner) -> tuple[s
     venv = params["planning_venv"]
     why += [problem for problem in [host.runtime_problem(venv["marker"], venv["manifest"])] if problem]
     engine, problem = "", ""
+    # The engine is needed by the instances, and by the placement's estimates.
+    needed = bool(params["instances"]) or params.get("placement") is not None
     if compose:
         engine = settings["image_binary"]
-        problem = host.image_problem(docker_run, settings) if params["instances"] else ""
-    elif params["instances"]:
+        problem = host.image_problem(docker_run, settings) if needed else ""
+    elif needed:
         engine, problem = host.engine_binary(params["engine"])
     why += [problem] if problem else []
     why += host.model_problems(params["models"], model_marker_dir(settings["models_dir"]))
@@ -73,26 +90,93 @@ def shared_problems(params: Mapping, run: Runner, docker_run: Runner) -> tuple[s
 def judge(params: Mapping, run: Runner, docker_run: Runner) -> dict:
     """Whether the host runs its plans. ``work`` says which instances the rollout will touch: ``instances`` (by
     name: a present one that will restart or be written, an absent one still there), or ``all`` when a part they
-    share (account, runtime, engine, model) is not in place, so that every instance's plan may change."""
+    share (account, runtime, engine, model) is not in place, so that every instance's plan may change. With
+    ``placement``, the replicas placed here before are judged too (with their deployment's preset), and
+    ``placement`` in the result has the host's capacity, those replicas and each deployment's need here."""
     engine, why, leaving = shared_problems(params, run, docker_run)
     shared = len(why) > len(leaving)
     report, work = [], list(leaving)
     image_ids: dict = {}
+    placing = params.get("placement")
+    deployments = {str(d["name"]): d for d in (placing or {}).get("deployments") or []}
+    records = fleet_readings.placed_records(params["settings"]["config_dir"]) if placing is not None else []
+    listed = {str(item["name"]) for item in params["instances"]}
+    replicas = [placed_instance(deployments[record["deployment"]], record) for record in records
+                if record["deployment"] in deployments and record["instance"] not in listed]
+    seen: dict[str, dict] = {}
     if not shared:
         # The instances are judged only on a host whose shared parts are in place: their plans need them. Every one
         # is judged, so that a gateway drains exactly the ones the rollout will restart.
-        for item in params["instances"]:
+        for item in [*params["instances"], *replicas]:
+            seen[item["name"]] = {}
             entry, problem = instance.judge(
                 {**item, "settings": params["settings"], "engine": engine,
-                 "api_key": str(params["keys"].get(item["name"]) or "")},
-                run, docker_run, unit_dir=params["unit_dir"], image_ids=image_ids)
+                 "api_key": str(params["keys"].get(item["name"]) or params["keys"].get(
+                     KEY_PREFIX + str((item.get("placement") or {}).get("deployment", ""))) or "")},
+                run, docker_run, unit_dir=params["unit_dir"], image_ids=image_ids, seen=seen[item["name"]])
             if problem:
                 why.append(problem)
                 work.append(item["name"])
                 continue
             report.append(entry)
-    return {"current": not why, "why": why, "report": report if not why else [], "engine": engine,
-            "work": {"all": shared, "instances": work}, "lock_holder": host.read_lock(params["lock_path"])}
+    result = {"current": not why, "why": why, "report": report if not why else [], "engine": engine,
+              "work": {"all": shared, "instances": work}, "lock_holder": host.read_lock(params["lock_path"])}
+    if placing is not None:
+        result["placement"] = readings(params, records, deployments, seen, engine="" if shared else engine,
+                                       replica_names={item["name"] for item in replicas}, failed=set(work))
+    return result
+
+
+def readings(params: Mapping, records: list, deployments: Mapping, seen: Mapping, *, engine: str,
+             replica_names: set, failed: set) -> dict:
+    """What the controller's placement needs of this host (``fleet_readings``): its capacity, its placed replicas
+    (with their plan's memory and whether they run their plan), each deployment's memory need as planned here."""
+    placed = []
+    for record in records:
+        memory = (seen.get(record["instance"]) or {}).get("memory") or {}
+        need = fleet_readings.need_of(memory, int((deployments.get(record["deployment"]) or {}).get("gpus") or 0))
+        placed.append({**record, "memory_mib": need.get("memory_mib", 0),
+                       "version": str((deployments.get(record["deployment"]) or {}).get("version") or ""),
+                       "current": record["instance"] in replica_names and record["instance"] not in failed})
+    # What the running engines have reserved and not touched yet (their estimate less their anonymous memory).
+    reserved = sum(max(int((entry.get("memory") or {}).get("host_mib") or 0) - int(entry.get("resident_mib") or 0), 0)
+                   for entry in seen.values() if "resident_mib" in entry and (entry.get("memory") or {}).get("known"))
+    hand_ports = [int(entry["port"]) for name, entry in seen.items()
+                  if name not in replica_names and str(entry.get("port") or "").isdigit()]
+    capacity = fleet_readings.capacity(reserved_mib=reserved, ports_of_replicas=[r["port"] for r in records],
+                                       planned_ports=hand_ports)
+    estimates = {}
+    for name, deployment in sorted(deployments.items()):
+        mine = [r["instance"] for r in records if r["deployment"] == name and r["instance"] in seen]
+        if mine:
+            memory = seen[mine[0]].get("memory")
+        elif engine:
+            memory = estimate_here(params, deployment, engine, capacity["gpus"])
+        else:
+            memory = {"known": False, "why_unknown": "the host is not ready to plan yet (engine, runtime or model)"}
+        estimates[name] = fleet_readings.need_of(memory, int(deployment.get("gpus") or 0))
+    return {"capacity": capacity, "placed": placed, "estimates": estimates}
+
+
+def estimate_here(params: Mapping, deployment: Mapping, engine: str, gpus: list) -> dict:
+    """The memory estimate of one replica of ``deployment`` planned on this host (not deployed, nothing written):
+    its first cards when it takes cards, none when it takes RAM on a host that has some."""
+    count = int(deployment.get("gpus") or 0)
+    preset = dict(deployment["preset"])
+    if count and len(gpus) < count:
+        return {"known": False, "why_unknown": f"the host has {len(gpus)} card(s), a replica takes {count}"}
+    if gpus:
+        preset["CUDA_VISIBLE_DEVICES"] = ",".join(g["uuid"] for g in gpus[:count]) if count else NO_CARD
+    settings = params["settings"]
+    request = Request(name=replica_name(str(deployment["name"]), 0), preset=preset, settings=settings, engine=engine,
+                      environment=dict(deployment.get("environment") or {}))
+    options = plan_request(request.name, request.preset, request.service_environment, has_key=False,
+                           engine=engine, settings=settings)
+    options["check_port"] = False
+    planned = plan_from_params(with_defaults(options), check_mode=True)
+    if planned.failure:
+        return {"known": False, "why_unknown": planned.failure.splitlines()[0]}
+    return planned.result.get("memory") or {}
 
 
 def judge_or_why(params: Mapping, run: Runner, docker_run: Runner) -> dict:

@@ -19,6 +19,10 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.syst
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.instance import step_errors
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.report import early_entry, report_entry
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import UNIT_DIR
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.memory import (
+    process_memory_mib,
+    unit_memory_mib,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.service import Runner
 
 
@@ -26,7 +30,7 @@ def request_of(params: Mapping) -> Request:
     """The step's request from the apply module's options (or one instance of the judge's)."""
     return Request(name=params["name"], preset=dict(params.get("preset") or {}), settings=params["settings"],
                    engine=params.get("engine") or "", environment=dict(params.get("environment") or {}),
-                   key=str(params.get("api_key") or ""))
+                   key=str(params.get("api_key") or ""), placement=params.get("placement") or None)
 
 
 def runtime_for(request: Request, run: Runner, docker_run: Runner, *, unit_dir: str = UNIT_DIR,
@@ -57,21 +61,29 @@ def apply(params: Mapping, run: Runner, docker_run: Runner, *, check_mode: bool,
 
 
 def judge(params: Mapping, run: Runner, docker_run: Runner, *, unit_dir: str = UNIT_DIR,
-          image_ids: dict | None = None) -> tuple[dict | None, str]:
-    """(its report row, "") when the instance runs its plan and nothing would change; (None, why) otherwise."""
+          image_ids: dict | None = None, seen: dict | None = None) -> tuple[dict | None, str]:
+    """(its report row, "") when the instance runs its plan and nothing would change; (None, why) otherwise.
+    ``seen`` (when given) receives what the fleet's placement reads of it: the plan's memory estimate and port,
+    and the anonymous memory of the engine that runs now (MiB)."""
     errors = step_errors(params)
     if errors:
         return None, errors[0]
+    seen = {} if seen is None else seen
     request = request_of(params)
     name = request.name
     runtime = runtime_for(request, run, docker_run, unit_dir=unit_dir, image_ids=image_ids)
     step, stopped = plan_instance(request, runtime, check_mode=True)
+    planned = step.plan if step is not None else (stopped.result.get("plan") or {})
+    seen.update(memory=planned.get("memory") or {}, port=(planned.get("decisions") or {}).get("port") or "")
     if stopped is not None:
         if stopped.failure:
             reason = stopped.failure.removeprefix(f"instance {name}: ").splitlines()[0]
             return None, f"instance {name}: it cannot be deployed as planned ({reason})"
         return stopped.result["report"], ""
     judged = step.judge()
+    if judged.before.running:
+        seen["resident_mib"] = (process_memory_mib(judged.before.main_pid) if request.compose
+                                else unit_memory_mib(runtime.service))
     if not judged.settled:
         return None, f"instance {name}: {judged.why_not_settled()}"
     if not judged.last_good_current:

@@ -31,6 +31,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.file
     read_copies,
     write_atomically,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements import fit_check
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.access import open_server_refusal
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.props import props_problems, props_summary
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.report import (
@@ -49,6 +50,12 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths 
     instance_files,
     paths_of,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.deployments import cards_of
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.inputs import (
+    DEFAULT_GPU_MARGIN_MIB,
+    DEFAULT_RAM_MARGIN_MIB,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.engine import engine_env, run_engine
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_request import (
     plan_from_params,
     with_defaults,
@@ -65,6 +72,8 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.instan
 )
 
 HOME_MODE = 0o700
+FIT_HELP_TIMEOUT_S = 10.0
+FIT_TIMEOUT_S = 120.0  # it reads the model's header and tensor table, not the weights
 
 
 class StepError(Exception):
@@ -207,6 +216,16 @@ class Request:
     engine: str = ""
     environment: Mapping[str, str] = field(default_factory=dict)  # the instance's own, over the settings'
     key: str = ""
+    # A placed replica's record (deployment, replica, port, cuda_visible_devices), kept in its state file, and the
+    # margins its host keeps free (ram_margin_mib, gpu_margin_mib) for the engine's own estimate; None: placed by hand.
+    placement: Mapping | None = None
+
+    @property
+    def record(self) -> dict | None:
+        """What the state file keeps of the placement (the margins are the rollout's, not the replica's)."""
+        if not self.placement:
+            return None
+        return {key: self.placement[key] for key in ("deployment", "replica", "port", "cuda_visible_devices")}
 
     @property
     def paths(self) -> InstancePaths:
@@ -237,7 +256,7 @@ class InstanceStep:
         self.health_socket = decisions.get("health_unix_socket") or ""
         self.expect = dict(decisions.get("expect") or {})
         self.headers = {"Authorization": f"Bearer {request.key}"} if request.key else {}
-        self.state_text = state_content(plan.get("facts") or {}).encode()
+        self.state_text = state_content(plan.get("facts") or {}, request.record).encode()
         self.remove_paths = [path for path in rendered.remove if os.path.lexists(path)]
 
     # ---------------------------------------------------------------- readings
@@ -418,6 +437,9 @@ class InstanceStep:
         before = judged.before
         previous = self.last_good_files() or (self.on_disk() if before.running else {})
         files_only = judged.reasons == (f"{self.rendered.files[0].label} changed",)
+        refusal = "" if before.running else engine_fit_refusal(self.request, self.plan)
+        if refusal:
+            return self._failed(result, f"instance {self.name}: {refusal} (nothing was changed)")
         try:
             self.runtime.check(self.rendered)
         except StepError as err:
@@ -489,6 +511,35 @@ class InstanceStep:
 
     def _failed(self, result: dict, message: str) -> Outcome:
         return Outcome(self._row({**result, "error": message}, "failed"), failure=message)
+
+
+def engine_fit_refusal(request: Request, plan: Mapping) -> str:
+    """For a placed replica about to start (none of it runs yet): why the engine's own estimate of the planned launch
+    does not fit the host's free memory less its margins; "" when it fits, or when there is no estimator next to the
+    engine (older builds, an image) to ask."""
+    if not request.placement or request.compose or not request.engine:
+        return ""
+    tool = os.path.join(os.path.dirname(request.engine), fit_check.FIT_PARAMS)
+    if not os.access(tool, os.X_OK):
+        return ""
+    env = engine_env(request.engine, request.service_environment)
+    status, help_text = run_engine(tool, ["--help"], env, FIT_HELP_TIMEOUT_S)
+    if status != 0:
+        return ""
+    argv = fit_check.projection_argv(plan.get("argv") or [], fit_check.help_flags(help_text))
+    status, output = run_engine(tool, argv, env, FIT_TIMEOUT_S)
+    if status != 0:
+        return (f"the engine's own estimator (llama-fit-params) refused the planned arguments (exit {status}): "
+                + " ".join(output.strip().splitlines()[-1:]))
+    facts = plan.get("facts") or {}
+    free = {str(gpu.get("uuid")): int(gpu.get("free_mib", -1)) for gpu in facts.get("gpus") or []}
+    visible = cards_of(request.placement.get("cuda_visible_devices") or "")
+    return fit_check.fit_refusal(
+        fit_check.parse_projection(output),
+        ram_free_mib=int(facts.get("ram_avail_measured_mib") or facts.get("ram_avail_mib") or 0),
+        ram_margin_mib=int(request.placement.get("ram_margin_mib", DEFAULT_RAM_MARGIN_MIB)),
+        cards_free_mib=[free.get(uuid, -1) for uuid in visible],
+        gpu_margin_mib=int(request.placement.get("gpu_margin_mib", DEFAULT_GPU_MARGIN_MIB)))
 
 
 # -------------------------------------------------------------------- planning and the instance's start

@@ -71,12 +71,18 @@ def preset_and_key(instance, presets) -> tuple[dict, str]:
     return {name: value for name, value in preset.items() if name not in ("API_KEY", "EXTERNAL_KEY")}, key
 
 
+def host_instances(variables: Mapping) -> list:
+    """A host's instances from its variables: the hand-placed ones (``llama_server_instances``), then the replicas
+    the deploy playbook placed there (``llama_server_placed_instances``)."""
+    return [*(variables.get("llama_server_instances") or []), *(variables.get("llama_server_placed_instances") or [])]
+
+
 def present_instances(variables: Mapping) -> list[tuple[Mapping, dict, str]]:
     """A host's present instances as (instance, layered preset without secrets, key), from its variables
     (``llama_server_instances``, ``llama_server_presets``). One that cannot be layered is left out: the judge refuses
     it already, so it has no row."""
     found = []
-    for instance in variables.get("llama_server_instances") or []:
+    for instance in host_instances(variables):
         if not isinstance(instance, Mapping) or instance.get("state", "present") != "present":
             continue
         try:

@@ -58,10 +58,14 @@ def plan_request(name: str, preset: Mapping, environment: Mapping, *, has_key: b
     return request
 
 
-def state_content(facts: Mapping) -> str:
-    """The planning state file of a verified instance: the free RAM its plan used. As the role wrote it before
-    (to_nice_json), so an upgrade leaves the file as it is."""
-    return json.dumps({"ram_avail_mib": int(facts.get("ram_avail_mib") or 0)}, indent=4) + "\n"
+def state_content(facts: Mapping, placement: Mapping | None = None) -> str:
+    """The planning state file of a verified instance: the free RAM its plan used, and for a placed replica its
+    placement's record (the judge finds the fleet's replicas by it). As the role wrote it before (to_nice_json), so
+    an upgrade leaves a hand-placed instance's file as it is."""
+    state: dict = {"ram_avail_mib": int(facts.get("ram_avail_mib") or 0)}
+    if placement:
+        state["placement"] = dict(placement)
+    return json.dumps(state, indent=4) + "\n"
 
 
 def health_timeout_s(model_bytes: int, base_s: int, per_gib_s: int) -> int:

@@ -1,0 +1,86 @@
+# Copyright: (c) 2026, llamafleet maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The deploy playbook's placement, on the controller: the fleet's deployments placed by memory from what each
+host's judge read (fleet_placement.place), and each host's share of the result.
+
+Nothing runs on a host. A deployment with a replica that has no room fails the task naming its need and the best
+candidate's free memory, before any host changes (the playbook's rescue fails every host).
+"""
+
+from __future__ import annotations
+
+import copy
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.llamafleet.llamacpp.plugins.filter.fleet_placement import fleet_placement_table
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.deployments import (
+    host_changes,
+    placement_inputs,
+    summary_rows,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.fleet_placement import PlacementError, place
+
+ARGUMENT_SPEC = {
+    "deployments": {"type": "list", "elements": "raw", "required": True},
+    "hosts": {"type": "list", "elements": "str", "required": True},
+    "fleet": {"type": "list", "elements": "str", "default": None},
+}
+
+
+def _plain(value):
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False  # nothing runs on a host
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        _validation, args = self.validate_argument_spec(argument_spec=copy.deepcopy(ARGUMENT_SPEC))
+        hostvars = (task_vars or {}).get("hostvars") or {}
+        left_out = [host for host in args["fleet"] or [] if host not in args["hosts"]]
+        if left_out:
+            # The replicas of the hosts left out are not known: placing without them could run a replica twice.
+            result.update(failed=True, msg=(
+                "llama_fleet_deployments is placed over the whole fleet, and --limit leaves out "
+                f"{', '.join(left_out[:10])}{' ...' if len(left_out) > 10 else ''}: run without --limit (hosts "
+                "with nothing to do change nothing)"))
+            return result
+        readings, host_vars = {}, {}
+        for host in args["hosts"]:
+            variables = hostvars.get(host) or {}
+            judgement = variables.get("_llama_server_judgement") or {}
+            reading = judgement.get("placement")
+            if reading:
+                readings[host] = _plain(reading)
+                host_vars[host] = {key: _plain(variables.get(key)) for key in (
+                    "llama_fleet_labels", "llama_fleet_ram_margin_mib", "llama_fleet_gpu_margin_mib",
+                    "llama_fleet_port_range") if variables.get(key) is not None}
+        deployments = _plain(args["deployments"])
+        wanted, hosts, current, errors = placement_inputs(deployments, readings, host_vars)
+        if errors:
+            if self._task.check_mode:
+                errors.append("in check mode a host that lacks the engine, the planning runtime or a model gets "
+                              "none of them, so it cannot plan a need")
+            result.update(failed=True, msg="; ".join(errors) + " (nothing was changed)", errors=errors)
+            return result
+        try:
+            placement = place(wanted, hosts, current)
+        except PlacementError as err:
+            result.update(failed=True, msg=f"llama_fleet_deployments: {err} (nothing was changed)")
+            return result
+        table = fleet_placement_table(placement)
+        result.update(changed=False, placement=placement, table=table, deployments=summary_rows(placement),
+                      hosts=host_changes(placement, readings))
+        if placement["unplaced"]:
+            refused = [f"deployment {entry['deployment']} replica {entry['replica']}: {entry['why']}"
+                       for entry in placement["unplaced"]]
+            result.update(failed=True, msg="; ".join(refused) + " (nothing was changed)", unplaced=refused)
+        return result

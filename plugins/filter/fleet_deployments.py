@@ -1,0 +1,31 @@
+# Copyright: (c) 2026, llamafleet maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the deploy playbook's placement (docs/placement.md): a host's placed replicas as the role's
+instances, and which of the replicas it no longer keeps may be removed now."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.deployments import (
+    placed_instances as _placed_instances,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.deployments import removable
+
+
+def placed_instances(share, deployments) -> list[dict]:
+    """fleet_deployments' ``hosts[host].instances`` as instances of llama_server_instances."""
+    return _placed_instances(list(share or []), list(deployments or []))
+
+
+def replicas_to_remove(names, placement, hostvars, hosts) -> list[dict]:
+    """Of ``names`` (a host's replicas to remove), those whose new host already runs them or that have none, as
+    absent instances of the role."""
+    reports = {host: list((hostvars.get(host) or {}).get("llama_server_report") or []) for host in hosts or []}
+    gone = removable(list(names or []), placement if isinstance(placement, Mapping) else {}, reports)
+    return [{"name": name, "state": "absent"} for name in gone]
+
+
+class FilterModule:
+    def filters(self):
+        return {"placed_instances": placed_instances, "replicas_to_remove": replicas_to_remove}

@@ -1,0 +1,276 @@
+# Copyright: (c) 2026, llamafleet maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The deploy playbook's placement: the fleet's deployments (``llama_fleet_deployments``) checked, handed to each
+host's judge, turned into ``place()``'s inputs from what the judges read, and the result turned back into each
+host's instances.
+
+Pure. A placed replica is an instance named ``<deployment>-<replica>`` (the replica's number from 0) that carries
+``placement: {deployment, replica}``; the instance step records it, with the replica's port and cards, in the
+instance's state file once the replica is verified, and the judge finds the replicas a host runs by those records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.instance import instance_errors
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.inputs import (
+    DEFAULT_GPU_MARGIN_MIB,
+    DEFAULT_RAM_MARGIN_MIB,
+    PlacementError,
+    read_deployments,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_layers import (
+    PresetLayerError,
+    preset_and_key,
+    preset_version,
+)
+
+# The fields of a deployment: what the placement reads, and what its replicas run (an instance's fields).
+PLACEMENT_FIELDS = ("name", "replicas", "gpus", "labels", "policy", "memory_mib", "ram_mib")
+INSTANCE_FIELDS = ("preset", "settings", "environment", "api_key")
+FIELDS = PLACEMENT_FIELDS + INSTANCE_FIELDS
+# How a deployment's key travels in the judge's no_log key map (an instance name has no space).
+KEY_PREFIX = "deployment "
+# "-1": no card at all, for a RAM replica on a host that has cards (llama.cpp then sees none).
+NO_CARD = "-1"
+
+
+def replica_name(deployment: str, replica: int) -> str:
+    return f"{deployment}-{replica}"
+
+
+def _listed(deployments) -> list:
+    if deployments is None:
+        return []
+    if isinstance(deployments, (str, bytes, Mapping)) or not isinstance(deployments, Sequence):
+        raise PlacementError("llama_fleet_deployments: it must be a list of deployments (name, preset, replicas, ...)")
+    return list(deployments)
+
+
+def _as_placement_input(item: Mapping) -> dict:
+    """The placement's fields of one deployment, the memory need given or not (read_deployments wants one)."""
+    found = {field: item[field] for field in PLACEMENT_FIELDS if field in item}
+    if found.get("memory_mib") in (None, ""):
+        found["memory_mib"] = 1
+    return found
+
+
+def _instance(item: Mapping, replica: int, *, port: int | None = None, cards: str = "") -> dict:
+    """Replica ``replica`` of a deployment as an instance of the role."""
+    instance = {field: item[field] for field in INSTANCE_FIELDS if item.get(field) not in (None, "")}
+    instance["name"] = replica_name(str(item.get("name")), replica)
+    if port:
+        instance["port"] = port
+    if cards:
+        instance["cuda_visible_devices"] = cards
+    instance["placement"] = {"deployment": str(item.get("name")), "replica": replica}
+    return instance
+
+
+def deployment_errors(deployments, presets, hand_instances=()) -> list[str]:
+    """Everything wrong with the fleet's deployments as one host sees them (its presets, its hand-placed
+    instances); [] when they can be placed. Every message names the deployment and the field."""
+    try:
+        listed = _listed(deployments)
+    except PlacementError as err:
+        return [str(err)]
+    errors = []
+    for position, item in enumerate(listed):
+        if not isinstance(item, Mapping):
+            errors.append(f"llama_fleet_deployments[{position}]: {item!r} is not a mapping")
+            continue
+        unknown = sorted(str(key) for key in item if key not in FIELDS)
+        if unknown:
+            errors.append(f"llama_fleet_deployments[{position}] ({item.get('name')}): unknown field(s) "
+                          f"{', '.join(unknown)}; accepted: {', '.join(FIELDS)}")
+    if errors:
+        return errors
+    try:
+        read = read_deployments([_as_placement_input(item) for item in listed])
+    except PlacementError as err:
+        return [f"llama_fleet_deployments: {str(err).removeprefix('deployments')}".replace(": [", "[", 1)]
+    replicas = {deployment.name: deployment.replicas for deployment in read}
+    for item in listed:
+        name = str(item["name"])
+        last = replica_name(name, max(replicas[name] - 1, 0))
+        # The longest replica name must still name a unit; the preset, environment and key are an instance's.
+        sample = _instance(item, max(replicas[name] - 1, 0))
+        sample.pop("placement")
+        for problem in instance_errors(sample, presets):
+            errors.append(f"deployment {name}: {problem.replace(f'instance {last}', f'replica {last}')}")
+    hand = {str(instance.get("name")) for instance in hand_instances if isinstance(instance, Mapping)}
+    for name, count in replicas.items():
+        taken = sorted(replica_name(name, index) for index in range(count) if replica_name(name, index) in hand)
+        if taken:
+            errors.append(f"deployment {name}: its replica name(s) {', '.join(taken)} are taken by instances of "
+                          "llama_server_instances on this host; rename one or the other")
+    return errors
+
+
+def judge_deployments(deployments, presets) -> tuple[list[dict], dict[str, str]]:
+    """What a host's judge needs of each deployment (its layered preset without the key, environment, cards per
+    replica, version), and the keys apart (``KEY_PREFIX + name``): checked by deployment_errors first."""
+    found, keys = [], {}
+    for item in _listed(deployments):
+        name = str(item["name"])
+        try:
+            preset, key = preset_and_key({field: item.get(field) for field in ("name", "preset", "settings")},
+                                         presets)
+        except PresetLayerError as err:
+            raise PlacementError(f"deployment {name}: {err}") from None
+        if key or item.get("api_key"):
+            keys[KEY_PREFIX + name] = str(item.get("api_key") or key).strip()
+        found.append({"name": name, "preset": preset, "environment": dict(item.get("environment") or {}),
+                      "gpus": int(item.get("gpus") or 0), "version": preset_version(preset)})
+    return found, keys
+
+
+def placed_instance(deployment: Mapping, found: Mapping) -> dict:
+    """A replica the host's judge found (its record: instance, port, cuda_visible_devices), as the judge's instance
+    item: the deployment's preset with the replica's port and cards."""
+    preset = dict(deployment["preset"])
+    if found.get("port"):
+        preset["PORT"] = found["port"]
+    if found.get("cuda_visible_devices"):
+        preset["CUDA_VISIBLE_DEVICES"] = found["cuda_visible_devices"]
+    record = {key: found[key] for key in ("deployment", "replica", "port", "cuda_visible_devices")}
+    return {"name": found["instance"], "preset": preset, "environment": dict(deployment.get("environment") or {}),
+            "placement": record}
+
+
+# ------------------------------------------------------------------ the controller's placement
+def _need(item: Mapping, readings: Mapping[str, Mapping]) -> tuple[int, int, str]:
+    """(memory_mib, ram_mib, "") of one deployment's replica: the one given, else the largest estimate of the hosts
+    that could plan it; (0, 0, why) when neither is known."""
+    if item.get("memory_mib") not in (None, ""):
+        return int(item["memory_mib"]), int(item.get("ram_mib") or 0), ""
+    name = str(item["name"])
+    known, why = [], []
+    for host in sorted(readings):
+        estimate = ((readings[host] or {}).get("estimates") or {}).get(name) or {}
+        if estimate.get("memory_mib"):
+            known.append((int(estimate["memory_mib"]), int(estimate.get("ram_mib") or 0)))
+        elif estimate.get("why"):
+            why.append(f"{host}: {estimate['why']}")
+    if known:
+        return max(need for need, _ in known), max(ram for _, ram in known), ""
+    return 0, 0, ("no host could estimate it (" + ("; ".join(why[:3]) if why else "no host was read") + ")")
+
+
+def placement_inputs(deployments, readings: Mapping[str, Mapping], host_vars: Mapping[str, Mapping]
+                     ) -> tuple[list[dict], list[dict], list[dict], list[str]]:
+    """(deployments, hosts, current, errors) for place(), from the deployments and each host's judge readings
+    (``placement`` of its judgement: capacity, the replicas it runs, the estimates) and its variables
+    (``llama_fleet_labels``, ``llama_fleet_ram_margin_mib``, ``llama_fleet_gpu_margin_mib``,
+    ``llama_fleet_port_range``). A host without readings (its judge could not read it) is left out."""
+    listed = _listed(deployments)
+    versions = {}
+    wanted, errors = [], []
+    for item in listed:
+        memory, ram, why = _need(item, readings)
+        if why:
+            errors.append(f"deployment {item['name']}: its memory need is unknown: {why}; give it as memory_mib "
+                          "(MiB per replica)")
+            continue
+        entry = {**_as_placement_input(item), "memory_mib": memory, "ram_mib": ram}
+        version = ((next(iter(readings.values()), {}) or {}).get("versions") or {}).get(str(item["name"]), "")
+        versions[str(item["name"])] = version
+        wanted.append({**entry, "version": version})
+    hosts, current = [], []
+    names = {str(item["name"]) for item in listed}
+    for host in sorted(readings):
+        reading = readings[host] or {}
+        capacity = reading.get("capacity")
+        if not capacity:
+            continue
+        variables = host_vars.get(host) or {}
+        entry = {"name": host, "labels": variables.get("llama_fleet_labels") or {},
+                 "ram_free_mib": capacity.get("ram_free_mib", 0), "gpus": capacity.get("gpus") or [],
+                 "ports_used": capacity.get("ports_used") or [],
+                 "ram_margin_mib": variables.get("llama_fleet_ram_margin_mib", DEFAULT_RAM_MARGIN_MIB),
+                 "gpu_margin_mib": variables.get("llama_fleet_gpu_margin_mib", DEFAULT_GPU_MARGIN_MIB)}
+        if variables.get("llama_fleet_port_range"):
+            entry["port_range"] = variables["llama_fleet_port_range"]
+        hosts.append(entry)
+        for replica in reading.get("placed") or []:
+            if replica.get("deployment") not in names:
+                continue  # its deployment is gone: host_changes removes it
+            current.append({"deployment": replica["deployment"], "replica": replica["replica"], "host": host,
+                            "gpus": cards_of(replica.get("cuda_visible_devices") or ""),
+                            "memory_mib": replica.get("memory_mib") or 0, "port": replica.get("port") or 0,
+                            "version": replica.get("version") or ""})
+    return wanted, hosts, current, errors
+
+
+def cards_of(cuda_visible_devices: str) -> list[str]:
+    text = str(cuda_visible_devices or "").strip()
+    return [] if text in ("", NO_CARD) else [part.strip() for part in text.split(",") if part.strip()]
+
+
+def host_changes(result: Mapping, readings: Mapping[str, Mapping]) -> dict[str, dict]:
+    """Each read host's share of the placement: ``instances`` (the replicas it runs after the rollout: name,
+    deployment, replica, port, cuda_visible_devices), ``remove`` (the placed replicas it runs now and no longer
+    keeps: moved away, or their deployment or replica number is gone) and ``changed`` (either list differs from what
+    it runs)."""
+    shares: dict[str, dict] = {}
+    for host in sorted(readings):
+        reading = readings[host] or {}
+        if not reading.get("capacity"):
+            continue
+        has_cards = bool(reading["capacity"].get("gpus"))
+        mine = []
+        for placement in result.get("placements") or []:
+            if placement["host"] != host:
+                continue
+            cards = ",".join(placement["gpus"]) if placement["gpus"] else (NO_CARD if has_cards else "")
+            mine.append({"name": replica_name(placement["deployment"], placement["replica"]),
+                         "deployment": placement["deployment"], "replica": placement["replica"],
+                         "port": placement["port"], "cuda_visible_devices": cards})
+        runs = {replica["instance"]: replica for replica in reading.get("placed") or []}
+        keep = {entry["name"] for entry in mine}
+        remove = sorted(name for name in runs if name not in keep)
+        same = all(entry["name"] in runs and runs[entry["name"]].get("port") == entry["port"]
+                   and (runs[entry["name"]].get("cuda_visible_devices") or "") == entry["cuda_visible_devices"]
+                   and runs[entry["name"]].get("current") for entry in mine)
+        shares[host] = {"instances": mine, "remove": remove, "changed": bool(remove) or not same}
+    return shares
+
+
+def placed_instances(share: Sequence[Mapping], deployments) -> list[dict]:
+    """A host's placed replicas (``host_changes``' ``instances``) as instances of the role, with their deployment's
+    preset, settings, environment and key."""
+    by_name = {str(item["name"]): item for item in _listed(deployments) if isinstance(item, Mapping)}
+    return [_instance(by_name[entry["deployment"]], int(entry["replica"]), port=int(entry["port"]),
+                      cards=str(entry.get("cuda_visible_devices") or ""))
+            for entry in share if entry.get("deployment") in by_name]
+
+
+def removable(names: Sequence[str], result: Mapping, reports: Mapping[str, Sequence[Mapping]]) -> list[str]:
+    """Of a host's replicas to remove, those that may go now: one that moved goes once its new host's report says
+    it is deployed and runs its plan (started before it is removed); one whose deployment or number is gone goes
+    at once."""
+    new_home = {replica_name(p["deployment"], p["replica"]): p["host"] for p in result.get("placements") or []}
+    gone = []
+    for name in names:
+        host = new_home.get(name)
+        rows = [row for row in reports.get(host) or [] if isinstance(row, Mapping) and row.get("instance") == name]
+        if host is None or (rows and rows[-1].get("state") == "deployed" and rows[-1].get("runs_plan")):
+            gone.append(name)
+    return gone
+
+
+def summary_rows(result: Mapping) -> list[dict]:
+    """One row per deployment: its replicas placed (host, cards, port) and left out."""
+    rows: dict[str, dict] = {}
+    for placement in result.get("placements") or []:
+        row = rows.setdefault(placement["deployment"], {"deployment": placement["deployment"], "replicas": [],
+                                                        "unplaced": []})
+        row["replicas"].append({"replica": placement["replica"], "host": placement["host"],
+                                "gpus": list(placement["gpus"]), "port": placement["port"],
+                                "memory_mib": placement["memory_mib"]})
+    for unplaced in result.get("unplaced") or []:
+        row = rows.setdefault(unplaced["deployment"], {"deployment": unplaced["deployment"], "replicas": [],
+                                                       "unplaced": []})
+        row["unplaced"].append({"replica": unplaced["replica"], "why": unplaced["why"]})
+    return [rows[name] for name in sorted(rows)]

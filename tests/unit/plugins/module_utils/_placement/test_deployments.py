@@ -1,0 +1,237 @@
+"""The deploy playbook's placement glue: deployments checked as a host sees them, handed to its judge, turned into
+place()'s inputs from the judges' readings, and the result turned back into each host's instances and removals."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement import deployments as glue
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.fleet_placement import place
+
+PRESETS = {"tiny": {"model": "tiny.gguf", "ctx": 2048}, "gemma": {"model": "gemma.gguf", "ctx": 4096}}
+KEY = "k-deploy-secret-1"
+
+
+def reading(ram_free, placed=(), estimates=None, gpus=(), ports=()):
+    return {"capacity": {"ram_free_mib": ram_free, "gpus": list(gpus), "ports_used": list(ports)},
+            "placed": list(placed), "estimates": estimates or {}, "versions": {}}
+
+
+def replica(instance, deployment, number, port, cards="", *, memory=600, current=True):
+    return {"instance": instance, "deployment": deployment, "replica": number, "port": port,
+            "cuda_visible_devices": cards, "memory_mib": memory, "current": current}
+
+
+# ---------------------------------------------------------------- checks, as each host's judge action makes them
+@pytest.mark.parametrize(
+    ("deployments", "hand", "expected"),
+    [
+        pytest.param([{"name": "tiny", "preset": "tiny", "replicas": 2}], [], [], id="fine"),
+        pytest.param(None, [], [], id="none-given"),
+        pytest.param({"name": "tiny"}, [], ["must be a list of deployments"], id="a-mapping-not-a-list"),
+        pytest.param("tiny", [], ["must be a list of deployments"], id="text-not-a-list"),
+        pytest.param([["tiny"]], [], ["is not a mapping"], id="item-not-a-mapping"),
+        pytest.param([{"name": "tiny", "preset": "tiny", "replica": 2}], [],
+                     ["unknown field(s) replica; accepted: name, replicas"], id="misspelt-field"),
+        pytest.param([{"name": "tiny", "preset": "tiny", "replicas": "two"}], [],
+                     ["llama_fleet_deployments[0] (tiny).replicas: 'two' is not an integer from 0 to 10000"],
+                     id="replicas-not-a-number"),
+        pytest.param([{"name": "tiny", "preset": "tiny", "policy": "pack"}], [],
+                     ["policy: 'pack' is not one of spread, binpack"], id="unknown-policy"),
+        pytest.param([{"name": "a b", "preset": "tiny"}], [], ["name: 'a b' is not a name"], id="bad-name"),
+        pytest.param([{"name": "x" * 62, "preset": "tiny", "replicas": 11}], [],
+                     [f"deployment {'x' * 62}: instance name '{'x' * 62}-10'"], id="replica-name-too-long"),
+        pytest.param([{"name": "tiny", "preset": "nope"}], [],
+                     ["deployment tiny: replica tiny-0: preset 'nope' is not"], id="unknown-preset"),
+        pytest.param([{"name": "tiny", "preset": "tiny", "settings": {"api-key": "x"}}], [],
+                     ["looks like API_KEY"], id="misspelt-secret"),
+        pytest.param([{"name": "tiny", "preset": "tiny", "api_key": "bad key"}], [],
+                     ["the API key is refused"], id="bad-key"),
+        pytest.param([{"name": "tiny", "preset": "tiny", "environment": {"A B": "1"}}], [], ["environment"],
+                     id="bad-environment"),
+        pytest.param([{"name": "tiny", "preset": "tiny", "replicas": 2}], [{"name": "tiny-1"}],
+                     ["its replica name(s) tiny-1 are taken by instances of llama_server_instances"],
+                     id="hand-instance-with-a-replica-name"),
+        pytest.param([{"name": "tiny", "preset": "tiny"}, {"name": "tiny", "preset": "gemma"}], [],
+                     ["'tiny' is listed twice"], id="twice"),
+    ],
+)
+def test_deployment_errors(deployments, hand, expected):
+    errors = glue.deployment_errors(deployments, PRESETS, hand)
+    assert len(errors) == len(expected), errors
+    for error, words in zip(errors, expected, strict=True):
+        assert words in error
+
+
+def test_a_refused_key_is_not_in_the_message():
+    errors = glue.deployment_errors([{"name": "t", "preset": "tiny", "api_key": "has space"}], PRESETS)
+    assert errors
+    assert all("has space" not in error for error in errors)
+
+
+def test_the_judge_gets_layered_presets_and_the_keys_apart():
+    found, keys = glue.judge_deployments(
+        [{"name": "tiny", "preset": "tiny", "settings": {"ctx": 1024, "api_key": KEY}, "gpus": 1,
+          "environment": {"A": "1"}}, {"name": "gemma", "preset": "gemma", "api_key": KEY}], PRESETS)
+    assert keys == {"deployment tiny": KEY, "deployment gemma": KEY}
+    assert found[0] == {"name": "tiny", "preset": {"MODEL": "tiny.gguf", "CTX": 1024}, "environment": {"A": "1"},
+                        "gpus": 1, "version": found[0]["version"]}
+    assert KEY not in repr(found)
+    assert len(found[0]["version"]) == 12
+    assert found[0]["version"] != found[1]["version"]
+
+
+def test_a_found_replica_is_judged_with_its_deployments_preset_and_its_record():
+    item = glue.placed_instance({"name": "tiny", "preset": {"MODEL": "t.gguf"}, "environment": {"A": "1"}},
+                                replica("tiny-1", "tiny", 1, 8081, "GPU-a,GPU-b"))
+    assert item == {"name": "tiny-1",
+                    "preset": {"MODEL": "t.gguf", "PORT": 8081, "CUDA_VISIBLE_DEVICES": "GPU-a,GPU-b"},
+                    "environment": {"A": "1"},
+                    "placement": {"deployment": "tiny", "replica": 1, "port": 8081,
+                                  "cuda_visible_devices": "GPU-a,GPU-b"}}
+
+
+# ---------------------------------------------------------------- the controller's inputs
+@pytest.mark.parametrize(
+    ("item", "readings", "expected"),
+    [
+        pytest.param({"name": "t", "memory_mib": 700}, {"h1": reading(1000, estimates={"t": {"memory_mib": 9}})},
+                     (700, 0, ""), id="given-wins"),
+        pytest.param({"name": "t"}, {"h1": reading(1000, estimates={"t": {"memory_mib": 500, "ram_mib": 0}}),
+                                     "h2": reading(1000, estimates={"t": {"memory_mib": 650, "ram_mib": 0}})},
+                     (650, 0, ""), id="largest-estimate"),
+        pytest.param({"name": "t"}, {"h1": reading(1000, estimates={"t": {"why": "no model"}}),
+                                     "h2": reading(1000, estimates={"t": {"memory_mib": 300, "ram_mib": 5}})},
+                     (300, 5, ""), id="one-host-knows"),
+        pytest.param({"name": "t"}, {"h1": reading(1000, estimates={"t": {"why": "no model file"}})},
+                     (0, 0, "no host could estimate it (h1: no model file)"), id="nobody-knows"),
+    ],
+)
+def test_the_need_of_a_deployment(item, readings, expected):
+    assert glue._need(item, readings) == expected
+
+
+def test_placement_inputs_from_the_readings():
+    readings = {
+        "h1": reading(4000, [replica("tiny-0", "tiny", 0, 8081), replica("old-0", "old", 0, 8082)],
+                      estimates={"tiny": {"memory_mib": 600}}, ports=[22, 8080]),
+        "h2": reading(3000, estimates={"tiny": {"memory_mib": 610}}),
+        "lost": {},
+    }
+    wanted, hosts, current, errors = glue.placement_inputs(
+        [{"name": "tiny", "replicas": 2, "policy": "spread"}], readings,
+        {"h1": {"llama_fleet_labels": {"zone": "a"}, "llama_fleet_ram_margin_mib": 512}})
+    assert errors == []
+    assert wanted == [{"name": "tiny", "replicas": 2, "policy": "spread", "memory_mib": 610, "ram_mib": 0,
+                       "version": ""}]
+    assert [h["name"] for h in hosts] == ["h1", "h2"]  # a host its judge could not read is left out
+    assert hosts[0]["labels"] == {"zone": "a"}
+    assert hosts[0]["ram_margin_mib"] == 512
+    assert hosts[0]["ports_used"] == [22, 8080]
+    assert hosts[1]["ram_margin_mib"] == 1024
+    # The replica of a deployment that is gone is not "current": host_changes removes it.
+    assert current == [{"deployment": "tiny", "replica": 0, "host": "h1", "gpus": [], "memory_mib": 600,
+                        "port": 8081, "version": ""}]
+
+
+def test_an_unknown_need_is_an_error_naming_the_deployment():
+    _wanted, _hosts, _current, errors = glue.placement_inputs(
+        [{"name": "big"}], {"h1": reading(100, estimates={"big": {"why": "model missing"}})}, {})
+    assert errors == ["deployment big: its memory need is unknown: no host could estimate it (h1: model missing); "
+                      "give it as memory_mib (MiB per replica)"]
+
+
+# ---------------------------------------------------------------- the result, host by host
+def shares_after(deployments, readings):
+    wanted, hosts, current, errors = glue.placement_inputs(deployments, readings, {})
+    assert errors == []
+    result = place(wanted, hosts, current)
+    return result, glue.host_changes(result, readings)
+
+
+def test_a_new_fleet_gets_every_replica_and_each_host_its_share():
+    result, shares = shares_after([{"name": "tiny", "replicas": 2, "memory_mib": 500},
+                                   {"name": "gemma", "replicas": 1, "memory_mib": 900}],
+                                  {"h1": reading(8000, ports=[8080]), "h2": reading(6000)})
+    assert result["unplaced"] == []
+    assert shares["h1"] == {"instances": [{"name": "gemma-0", "deployment": "gemma", "replica": 0, "port": 8081,
+                                           "cuda_visible_devices": ""},
+                                          {"name": "tiny-0", "deployment": "tiny", "replica": 0, "port": 8082,
+                                           "cuda_visible_devices": ""}],
+                            "remove": [], "changed": True}
+    assert [entry["name"] for entry in shares["h2"]["instances"]] == ["tiny-1"]
+    assert shares["h2"]["instances"][0]["port"] == 8080  # h2 has nothing on 8080
+
+
+def test_an_unchanged_fleet_changes_nothing():
+    readings = {"h1": reading(7000, [replica("gemma-0", "gemma", 0, 8081, memory=900),
+                                     replica("tiny-0", "tiny", 0, 8082, memory=500)], ports=[8080]),
+                "h2": reading(5500, [replica("tiny-1", "tiny", 1, 8080, memory=500)])}
+    result, shares = shares_after([{"name": "tiny", "replicas": 2, "memory_mib": 500},
+                                   {"name": "gemma", "replicas": 1, "memory_mib": 900}], readings)
+    assert [note["id"] for note in result["notes"]] == ["placement.kept"]
+    assert all(share == {**share, "remove": [], "changed": False} for share in shares.values())
+
+
+def test_a_replica_that_does_not_run_its_plan_is_a_change():
+    readings = {"h1": reading(7000, [replica("tiny-0", "tiny", 0, 8080, memory=500, current=False)])}
+    _result, shares = shares_after([{"name": "tiny", "replicas": 1, "memory_mib": 500}], readings)
+    assert shares["h1"]["changed"] is True
+    assert shares["h1"]["remove"] == []
+
+
+def test_a_lost_host_moves_its_replica_and_fewer_replicas_remove_one():
+    # h3 is gone from the fleet (no reading): its tiny-1 is placed again, on h2.
+    readings = {"h1": reading(7000, [replica("tiny-0", "tiny", 0, 8080, memory=500),
+                                     replica("tiny-2", "tiny", 2, 8081, memory=500)]),
+                "h2": reading(6000)}
+    result, shares = shares_after([{"name": "tiny", "replicas": 2, "memory_mib": 500}], readings)
+    assert {(p["replica"], p["host"]) for p in result["placements"]} == {(0, "h1"), (1, "h2")}
+    assert shares["h1"]["remove"] == ["tiny-2"]
+    assert shares["h1"]["changed"] is True
+    assert [entry["name"] for entry in shares["h2"]["instances"]] == ["tiny-1"]
+
+
+def test_cards_a_ram_replica_on_a_host_with_cards_sees_none():
+    cards = [{"uuid": "GPU-1", "index": 0, "total_mib": 24000, "free_mib": 20000}]
+    result, shares = shares_after([{"name": "g", "replicas": 1, "memory_mib": 4000, "gpus": 1},
+                                   {"name": "c", "replicas": 1, "memory_mib": 400}],
+                                  {"h1": reading(8000, gpus=cards)})
+    assert result["unplaced"] == []
+    assert {e["name"]: e["cuda_visible_devices"] for e in shares["h1"]["instances"]} == {"g-0": "GPU-1", "c-0": "-1"}
+    assert glue.cards_of("-1") == []
+    assert glue.cards_of("GPU-1, GPU-2") == ["GPU-1", "GPU-2"]
+
+
+def test_placed_instances_carry_the_deployment_and_the_placement():
+    share = [{"name": "tiny-1", "deployment": "tiny", "replica": 1, "port": 8081, "cuda_visible_devices": ""},
+             {"name": "gone-0", "deployment": "gone", "replica": 0, "port": 8082, "cuda_visible_devices": ""}]
+    instances = glue.placed_instances(share, [{"name": "tiny", "preset": "tiny", "replicas": 2, "api_key": KEY,
+                                               "settings": {"host": "10.0.0.1"}, "environment": {}}])
+    assert instances == [{"preset": "tiny", "settings": {"host": "10.0.0.1"}, "environment": {}, "api_key": KEY,
+                          "name": "tiny-1",
+                          "port": 8081, "placement": {"deployment": "tiny", "replica": 1}}]
+
+
+@pytest.mark.parametrize(
+    ("reports", "expected"),
+    [
+        pytest.param({"h2": [{"instance": "tiny-1", "state": "deployed", "runs_plan": True}]}, ["gone-0", "tiny-1"],
+                     id="moved-and-running-there"),
+        pytest.param({"h2": [{"instance": "tiny-1", "state": "failed", "runs_plan": False}]}, ["gone-0"],
+                     id="moved-but-failed-there-stays"),
+        pytest.param({}, ["gone-0"], id="new-host-not-reached-stays"),
+    ],
+)
+def test_removable_waits_for_the_new_home(reports, expected):
+    result = {"placements": [{"deployment": "tiny", "replica": 1, "host": "h2"}]}
+    assert glue.removable(["gone-0", "tiny-1"], result, reports) == expected
+
+
+def test_summary_rows_per_deployment():
+    rows = glue.summary_rows({"placements": [{"deployment": "t", "replica": 0, "host": "h1", "gpus": [], "port": 8080,
+                                              "memory_mib": 5}],
+                              "unplaced": [{"deployment": "big", "replica": 0, "why": "needs 9 MiB"}]})
+    assert rows == [{"deployment": "big", "replicas": [], "unplaced": [{"replica": 0, "why": "needs 9 MiB"}]},
+                    {"deployment": "t", "replicas": [{"replica": 0, "host": "h1", "gpus": [], "port": 8080,
+                                                      "memory_mib": 5}], "unplaced": []}]
