@@ -48,7 +48,7 @@ class ActionModule(ActionBase):
         left_out = [host for host in args["fleet"] or [] if host not in args["hosts"]]
         if left_out:
             # The replicas of the hosts left out are not known: placing without them could run a replica twice.
-            result.update(failed=True, msg=(
+            result.update(failed=True, refused=True, msg=(
                 "llama_fleet_deployments is placed over the whole fleet, and --limit leaves out "
                 f"{', '.join(left_out[:10])}{' ...' if len(left_out) > 10 else ''}: run without --limit (hosts "
                 "with nothing to do change nothing)"))
@@ -64,23 +64,25 @@ class ActionModule(ActionBase):
                     "llama_fleet_labels", "llama_fleet_ram_margin_mib", "llama_fleet_gpu_margin_mib",
                     "llama_fleet_port_range") if variables.get(key) is not None}
         deployments = _plain(args["deployments"])
-        wanted, hosts, current, errors = placement_inputs(deployments, readings, host_vars)
+        wanted, hosts, current, errors, notes = placement_inputs(deployments, readings, host_vars)
         if errors:
             if self._task.check_mode:
                 errors.append("in check mode a host that lacks the engine, the planning runtime or a model gets "
                               "none of them, so it cannot plan a need")
-            result.update(failed=True, msg="; ".join(errors) + " (nothing was changed)", errors=errors)
+            result.update(failed=True, refused=True, msg="; ".join(errors) + " (nothing was changed)", errors=errors)
             return result
         try:
             placement = place(wanted, hosts, current)
         except PlacementError as err:
-            result.update(failed=True, msg=f"llama_fleet_deployments: {err} (nothing was changed)")
+            result.update(failed=True, refused=True, msg=f"llama_fleet_deployments: {err} (nothing was changed)")
             return result
+        placement["notes"] += [{"id": "placement.duplicate", "text": note} for note in notes]
         table = fleet_placement_table(placement)
-        result.update(changed=False, placement=placement, table=table, deployments=summary_rows(placement),
-                      hosts=host_changes(placement, readings))
+        result.update(changed=False, refused=False, placement=placement, table=table,
+                      deployments=summary_rows(placement), hosts=host_changes(placement, readings))
         if placement["unplaced"]:
             refused = [f"deployment {entry['deployment']} replica {entry['replica']}: {entry['why']}"
                        for entry in placement["unplaced"]]
-            result.update(failed=True, msg="; ".join(refused) + " (nothing was changed)", unplaced=refused)
+            result.update(failed=True, refused=True, msg="; ".join(refused) + " (nothing was changed)",
+                          unplaced=refused)
         return result

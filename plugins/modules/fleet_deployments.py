@@ -10,7 +10,7 @@ DOCUMENTATION = r"""
 ---
 module: fleet_deployments
 short_description: Place the fleet's deployments by memory, on the controller
-version_added: "0.4.0"
+version_added: "0.3.0"
 description:
   - The deploy playbook's placement (docs/placement.md). Each host's judge (C(llamafleet.llamacpp.llama_server_host)
     with O(llamafleet.llamacpp.llama_server_host#module:deployments)) has read the host's capacity, the replicas
@@ -77,6 +77,10 @@ deployments:
   returned: always
   type: list
   elements: dict
+refused:
+  description: Whether the placement was refused (RV(msg) says why); the deploy playbook then fails every host.
+  returned: always
+  type: bool
 hosts:
   description:
     - Each host's share - C(instances) (the replicas it runs after the rollout - name, deployment, replica, port,

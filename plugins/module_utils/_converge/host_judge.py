@@ -123,7 +123,7 @@ def judge(params: Mapping, run: Runner, docker_run: Runner) -> dict:
               "work": {"all": shared, "instances": work}, "lock_holder": host.read_lock(params["lock_path"])}
     if placing is not None:
         result["placement"] = readings(params, records, deployments, seen, engine="" if shared else engine,
-                                       replica_names={item["name"] for item in replicas}, failed=set(work))
+                                       replica_names={r["instance"] for r in records}, failed=set(work))
     return result
 
 
@@ -137,7 +137,7 @@ def readings(params: Mapping, records: list, deployments: Mapping, seen: Mapping
         need = fleet_readings.need_of(memory, int((deployments.get(record["deployment"]) or {}).get("gpus") or 0))
         placed.append({**record, "memory_mib": need.get("memory_mib", 0),
                        "version": str((deployments.get(record["deployment"]) or {}).get("version") or ""),
-                       "current": record["instance"] in replica_names and record["instance"] not in failed})
+                       "current": record["instance"] in seen and record["instance"] not in failed})
     # What the running engines have reserved and not touched yet (their estimate less their anonymous memory).
     reserved = sum(max(int((entry.get("memory") or {}).get("host_mib") or 0) - int(entry.get("resident_mib") or 0), 0)
                    for entry in seen.values() if "resident_mib" in entry and (entry.get("memory") or {}).get("known"))

@@ -77,7 +77,7 @@ def fit_refusal(rows: Mapping[str, int], *, ram_free_mib: int, ram_margin_mib: i
                 problems.append(f"{device}: {mib} MiB, the host has {ram_free_mib} MiB of RAM free less "
                                 f"{ram_margin_mib} MiB kept free")
             continue
-        digits = re.search(r"(\d+)$", device)
+        digits = re.search(r"(\d+)\Z", device)
         index = int(digits.group(1)) if digits else -1
         if 0 <= index < len(cards_free_mib) and cards_free_mib[index] >= 0:
             room = cards_free_mib[index] - gpu_margin_mib

@@ -159,11 +159,13 @@ def _need(item: Mapping, readings: Mapping[str, Mapping]) -> tuple[int, int, str
 
 
 def placement_inputs(deployments, readings: Mapping[str, Mapping], host_vars: Mapping[str, Mapping]
-                     ) -> tuple[list[dict], list[dict], list[dict], list[str]]:
-    """(deployments, hosts, current, errors) for place(), from the deployments and each host's judge readings
-    (``placement`` of its judgement: capacity, the replicas it runs, the estimates) and its variables
+                     ) -> tuple[list[dict], list[dict], list[dict], list[str], list[str]]:
+    """(deployments, hosts, current, errors, notes) for place(), from the deployments and each host's judge
+    readings (``placement`` of its judgement: capacity, the replicas it runs, the estimates) and its variables
     (``llama_fleet_labels``, ``llama_fleet_ram_margin_mib``, ``llama_fleet_gpu_margin_mib``,
-    ``llama_fleet_port_range``). A host without readings (its judge could not read it) is left out."""
+    ``llama_fleet_port_range``). A host without readings (its judge could not read it) is left out. A replica found
+    on several hosts (its host left the fleet, the replica moved, and the host came back) runs where it runs its
+    plan, the first such host by name; the others are removed (notes say so)."""
     listed = _listed(deployments)
     versions = {}
     wanted, errors = [], []
@@ -177,7 +179,7 @@ def placement_inputs(deployments, readings: Mapping[str, Mapping], host_vars: Ma
         version = ((next(iter(readings.values()), {}) or {}).get("versions") or {}).get(str(item["name"]), "")
         versions[str(item["name"])] = version
         wanted.append({**entry, "version": version})
-    hosts, current = [], []
+    hosts, found = [], {}
     names = {str(item["name"]) for item in listed}
     for host in sorted(readings):
         reading = readings[host] or {}
@@ -196,11 +198,20 @@ def placement_inputs(deployments, readings: Mapping[str, Mapping], host_vars: Ma
         for replica in reading.get("placed") or []:
             if replica.get("deployment") not in names:
                 continue  # its deployment is gone: host_changes removes it
-            current.append({"deployment": replica["deployment"], "replica": replica["replica"], "host": host,
-                            "gpus": cards_of(replica.get("cuda_visible_devices") or ""),
-                            "memory_mib": replica.get("memory_mib") or 0, "port": replica.get("port") or 0,
-                            "version": replica.get("version") or ""})
-    return wanted, hosts, current, errors
+            entry = {"deployment": replica["deployment"], "replica": replica["replica"], "host": host,
+                     "gpus": cards_of(replica.get("cuda_visible_devices") or ""),
+                     "memory_mib": replica.get("memory_mib") or 0, "port": replica.get("port") or 0,
+                     "version": replica.get("version") or ""}
+            found.setdefault((entry["deployment"], entry["replica"]), []).append((not replica.get("current"), entry))
+    current, notes = [], []
+    for (deployment, number), copies in sorted(found.items()):
+        copies.sort(key=lambda pair: (pair[0], pair[1]["host"]))
+        current.append(copies[0][1])
+        if len(copies) > 1:
+            others = ", ".join(entry["host"] for _stale, entry in copies[1:])
+            notes.append(f"{replica_name(deployment, number)} runs on {copies[0][1]['host']} and on {others}: it "
+                         f"stays on {copies[0][1]['host']}, the others are removed")
+    return wanted, hosts, current, errors, notes
 
 
 def cards_of(cuda_visible_devices: str) -> list[str]:

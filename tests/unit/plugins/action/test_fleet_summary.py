@@ -32,3 +32,22 @@ def test_an_unwritable_path_fails_naming_it(tmp_path):
     result = run_action(hosts=["h1"], path=str(tmp_path / "no" / "dir" / "s.md"))
     assert result["failed"] is True
     assert "cannot write the fleet summary to" in result["msg"]
+
+
+def test_the_deployments_follow_the_table_with_each_replicas_state(tmp_path):
+    hostvars = {**HOSTVARS, "h2": {"llama_fleet_status": "ok", "llama_server_report": [
+        {"instance": "tiny-1", "state": "failed", "health": 503}]}}
+    deployments = [{"deployment": "tiny", "replicas": [
+        {"replica": 0, "host": "h1", "gpus": [], "port": 8081, "memory_mib": 78},
+        {"replica": 1, "host": "h2", "gpus": ["GPU-a"], "port": 8080, "memory_mib": 78}],
+        "unplaced": [{"replica": 2, "why": "needs 78 MiB of RAM; spread: each of the 2 host(s) already runs one"}]}]
+    result = actions.run_action(action_module, {"hosts": ["h1", "h2"], "path": str(tmp_path / "s.md"),
+                                                "deployments": deployments},
+                                task_vars={"hostvars": hostvars}, check_mode=True)[0]
+    lines = result["msg"]
+    start = lines.index("## Deployments")
+    assert lines[start + 4:] == [
+        "| tiny | 0 | h1 | RAM | 8081 | 78 | not deployed |",  # h1 runs main only
+        "| tiny | 1 | h2 | GPU-a | 8080 | 78 | failed |",
+        "| tiny | 2 | (unplaced) | - | - | - | needs 78 MiB of RAM; spread: each of the 2 host(s) already runs one |"]
+    assert "## Deployments" not in run_action(hosts=["h1"], path="")["msg"]

@@ -167,3 +167,59 @@ def test_without_pipelining_the_options_go_in_a_private_file():
     assert command.endswith(" " + path)
     assert json.loads(data)["keys"] == {"main": KEY}
     assert KEY not in command
+
+
+# ---------------------------------------------------------------- the deploy playbook's placement
+DEPLOYMENTS = [{"name": "tiny", "preset": "small", "replicas": 2, "settings": {"ctx": 2048}, "api_key": KEY}]
+READINGS = {"capacity": {"ram_free_mib": 9000, "gpus": [], "ports_used": []}, "placed": [],
+            "estimates": {"tiny": {"memory_mib": 78, "ram_mib": 0}}}
+
+
+def test_deployments_reach_the_judge_layered_with_their_keys_apart():
+    result, [(_name, args, _vars)] = run_action({**CURRENT, "placement": READINGS}, deployments=DEPLOYMENTS)
+    [deployment] = args["placement"]["deployments"]
+    assert deployment == {"name": "tiny", "preset": {"MODEL": "a.gguf", "CTX": 2048}, "environment": {}, "gpus": 0,
+                          "version": deployment["version"]}
+    assert args["keys"] == {"main": KEY, "deployment tiny": KEY}
+    assert KEY not in json.dumps(args["placement"])
+    assert result["placement"] == {**READINGS, "versions": {"tiny": deployment["version"]}}
+    assert KEY not in json.dumps(result)
+
+
+def test_without_deployments_the_judge_reads_nothing_for_a_placement():
+    result, [(_name, args, _vars)] = run_action(CURRENT)
+    assert "placement" not in args
+    assert "placement" not in result
+
+
+def test_bad_deployments_fail_before_the_host_is_read():
+    result, calls = run_action({}, deployments=[{"name": "tiny", "preset": "nope", "replica": 2}])
+    assert result["failed"] is True
+    assert "unknown field(s) replica" in result["msg"]
+    assert calls == []
+    result, calls = run_action({}, deployments=[{"name": "main", "preset": "small"}],
+                               instances=[{"name": "main-0", "preset": "small"}])
+    assert "its replica name(s) main-0 are taken by instances of llama_server_instances" in result["msg"]
+    assert calls == []
+
+
+def test_a_placed_replica_listed_by_the_playbook_is_judged_with_its_record():
+    _result, [(_name, args, _vars)] = run_action(CURRENT, instances=[
+        {"name": "tiny-1", "preset": "small", "port": 8081, "placement": {"deployment": "tiny", "replica": 1}}])
+    assert args["instances"] == [{"name": "tiny-1", "environment": {}, "preset": {"MODEL": "a.gguf", "CTX": 4096,
+                                                                               "PORT": 8081},
+                                  "placement": {"deployment": "tiny", "replica": 1, "port": 8081,
+                                                "cuda_visible_devices": ""}}]
+
+
+def test_a_host_without_the_venv_is_read_with_its_own_interpreter_for_the_placement():
+    answers = iter([{"failed": True, "rc": 127, "module_stderr": "/bin/sh: 1: /opt/venv/bin/python: not found"},
+                    {**CURRENT, "current": False, "why": ["the planning runtime is not installed"],
+                     "placement": READINGS}])
+    result, calls = actions.run_action(action_module, {**KEYED, "deployments": DEPLOYMENTS},
+                                       lambda _name, _args: next(answers), {},
+                                       commands=lambda command, stdin: {"rc": 127, "stdout": "", "stderr": ""})
+    modules = [call for call in calls if call[0] not in ("command", "file")]
+    assert [call[2].get("ansible_python_interpreter") for call in modules] == ["/opt/venv/bin/python", None]
+    assert result["placement"]["capacity"]["ram_free_mib"] == 9000
+    assert result["current"] is False

@@ -118,10 +118,11 @@ def test_placement_inputs_from_the_readings():
         "h2": reading(3000, estimates={"tiny": {"memory_mib": 610}}),
         "lost": {},
     }
-    wanted, hosts, current, errors = glue.placement_inputs(
+    wanted, hosts, current, errors, notes = glue.placement_inputs(
         [{"name": "tiny", "replicas": 2, "policy": "spread"}], readings,
         {"h1": {"llama_fleet_labels": {"zone": "a"}, "llama_fleet_ram_margin_mib": 512}})
     assert errors == []
+    assert notes == []
     assert wanted == [{"name": "tiny", "replicas": 2, "policy": "spread", "memory_mib": 610, "ram_mib": 0,
                        "version": ""}]
     assert [h["name"] for h in hosts] == ["h1", "h2"]  # a host its judge could not read is left out
@@ -135,7 +136,7 @@ def test_placement_inputs_from_the_readings():
 
 
 def test_an_unknown_need_is_an_error_naming_the_deployment():
-    _wanted, _hosts, _current, errors = glue.placement_inputs(
+    _wanted, _hosts, _current, errors, _notes = glue.placement_inputs(
         [{"name": "big"}], {"h1": reading(100, estimates={"big": {"why": "model missing"}})}, {})
     assert errors == ["deployment big: its memory need is unknown: no host could estimate it (h1: model missing); "
                       "give it as memory_mib (MiB per replica)"]
@@ -143,7 +144,7 @@ def test_an_unknown_need_is_an_error_naming_the_deployment():
 
 # ---------------------------------------------------------------- the result, host by host
 def shares_after(deployments, readings):
-    wanted, hosts, current, errors = glue.placement_inputs(deployments, readings, {})
+    wanted, hosts, current, errors, _notes = glue.placement_inputs(deployments, readings, {})
     assert errors == []
     result = place(wanted, hosts, current)
     return result, glue.host_changes(result, readings)
@@ -235,3 +236,16 @@ def test_summary_rows_per_deployment():
     assert rows == [{"deployment": "big", "replicas": [], "unplaced": [{"replica": 0, "why": "needs 9 MiB"}]},
                     {"deployment": "t", "replicas": [{"replica": 0, "host": "h1", "gpus": [], "port": 8080,
                                                       "memory_mib": 5}], "unplaced": []}]
+
+
+def test_a_replica_found_twice_stays_where_it_runs_its_plan_and_goes_elsewhere():
+    # h2 left the fleet, its b-0 was placed again on h1, and h2 came back with its old copy still running.
+    readings = {"h1": reading(7000, [replica("b-0", "b", 0, 8081, memory=500)]),
+                "h2": reading(7000, [replica("b-0", "b", 0, 8080, memory=500, current=False)])}
+    wanted, hosts, current, errors, notes = glue.placement_inputs([{"name": "b", "memory_mib": 500}], readings, {})
+    assert errors == []
+    assert [entry["host"] for entry in current] == ["h1"]
+    assert notes == ["b-0 runs on h1 and on h2: it stays on h1, the others are removed"]
+    shares = glue.host_changes(place(wanted, hosts, current), readings)
+    assert shares["h1"] == {**shares["h1"], "remove": [], "changed": False}
+    assert shares["h2"] == {"instances": [], "remove": ["b-0"], "changed": True}

@@ -1,0 +1,26 @@
+"""The deploy playbook's placement filters: a host's share as the role's instances, and the replicas it removes
+now, as absent instances, read from the fleet's reports."""
+
+from ansible_collections.llamafleet.llamacpp.plugins.filter.fleet_deployments import FilterModule
+
+FILTERS = FilterModule().filters()
+DEPLOYMENTS = [{"name": "tiny", "preset": "tiny", "replicas": 2, "labels": {"zone": "a"}}]
+
+
+def test_placed_instances_keep_the_instance_fields_only():
+    share = [{"name": "tiny-0", "deployment": "tiny", "replica": 0, "port": 8080, "cuda_visible_devices": "-1"}]
+    assert FILTERS["placed_instances"](share, DEPLOYMENTS) == [
+        {"preset": "tiny", "name": "tiny-0", "port": 8080, "cuda_visible_devices": "-1",
+         "placement": {"deployment": "tiny", "replica": 0}}]
+    assert FILTERS["placed_instances"](None, DEPLOYMENTS) == []
+
+
+def test_replicas_to_remove_wait_for_the_new_host():
+    placement = {"placements": [{"deployment": "tiny", "replica": 1, "host": "h2"}]}
+    hostvars = {"h2": {"llama_server_report": [{"instance": "tiny-1", "state": "deployed", "runs_plan": True}]},
+                "h3": {}}
+    remove = FILTERS["replicas_to_remove"]
+    assert remove(["tiny-1", "tiny-5"], placement, hostvars, ["h2", "h3"]) == [
+        {"name": "tiny-1", "state": "absent"}, {"name": "tiny-5", "state": "absent"}]
+    # The new host's report is not read (it left this run): the moving replica stays where it runs.
+    assert remove(["tiny-1"], placement, hostvars, ["h3"]) == []
