@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The README's main command (`make deploy-local`): a local fleet of two systemd
 # hosts (systemd-nspawn, scripts/fleet.sh) running the real CPU llama-server and
-# the Gemma-3-270M model, with the fleet's gateway (HAProxy) on the first host,
-# deployed by playbooks/deploy-llm.yml; then the fleet summary, one completion
-# from each host and one through the gateway, and a read of every Prometheus
-# target the deploy wrote (fleet-targets.json). The hosts stay up afterwards
+# the Gemma-3-270M model (an instance "main" on each host) and the deployments of
+# playbooks/vars/local-fleet.yml (2 x tiny, 1 x Gemma, placed by memory), with the
+# fleet's gateway (HAProxy) on the first host, deployed by playbooks/deploy-llm.yml;
+# then the fleet summary, one completion from every engine and one through the
+# gateway, and a read of every Prometheus target the deploy wrote (fleet-targets.json). The hosts stay up afterwards
 # (`make fleet-down` stops them). Needs root and systemd-container.
 #
 # Staged (scripts/steps.sh): a line per step, the builds', downloads' and the
@@ -50,19 +51,24 @@ deploy() {
 }
 
 completions() {
-  "$here/fleet.sh" hosts | python3 -c '
+  # One completion from every engine the deploy lists in the scrape targets: each host's "main" and each replica
+  # the placement put there (llama_fleet_deployments).
+  python3 -c '
 import json, sys, urllib.request
 key = open(sys.argv[1]).read().strip()
-for host in json.load(sys.stdin)["hosts"]:
-    name, address = host["name"], host["address"]
+for group in json.load(open(sys.argv[2])):
+    labels = group["labels"]
+    if labels.get("llamafleet") != "engine":
+        continue
     body = json.dumps({"prompt": "The capital of France is", "n_predict": 12, "temperature": 0}).encode()
     request = urllib.request.Request(
-        "http://%s:8080/completion" % address, data=body,
+        "http://%s/completion" % group["targets"][0], data=body,
         headers={"Content-Type": "application/json", "Authorization": "Bearer " + key})
     with urllib.request.urlopen(request, timeout=120) as resp:
         answer = json.load(resp)
-    print("%s (%s): The capital of France is%s" % (name, address, answer["content"]))
-' "$LLAMAFLEET_DEMO_KEY_FILE"
+    print("%s/%s (%s, %s): The capital of France is%s" % (labels["host"], labels["instance"], group["targets"][0],
+                                                          labels["model"], answer["content"].replace("\n", " ")))
+' "$LLAMAFLEET_DEMO_KEY_FILE" "$root/fleet-targets.json"
   # The last one through the gateway (its URL is the summary's "gateway:" line), by the model's name.
   python3 -c '
 import json, re, sys, urllib.request
@@ -100,7 +106,7 @@ step rootfs "Debian ${LLAMAFLEET_SUITE:-bookworm} rootfs for the hosts (cached)"
 step --summary 'fleet of [0-9]+ up' hosts "$size systemd-nspawn hosts, ssh over veth" "$here/fleet.sh" up "$size"
 step collections "llamafleet.llamacpp as a collection (symlink tree)" collections
 step_live deploy "playbooks/deploy-llm.yml" deploy
-step_live completions "one per host, one through the gateway, then every scrape target's /metrics (API key: $(_steps_short "$LLAMAFLEET_DEMO_KEY_FILE"))" \
+step_live completions "one per engine, one through the gateway, then every scrape target's /metrics (API key: $(_steps_short "$LLAMAFLEET_DEMO_KEY_FILE"))" \
   completions
 steps_end
 echo "Summary in $root/fleet-summary.md, Prometheus targets in $root/fleet-targets.json; stop the hosts with: make fleet-down"

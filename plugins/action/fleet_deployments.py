@@ -13,7 +13,7 @@ import copy
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.llamafleet.llamacpp.plugins.filter.fleet_placement import fleet_placement_table
+from ansible_collections.llamafleet.llamacpp.plugins.filter.fleet_placement import fleet_placement_table, plain
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.deployments import (
     host_changes,
     placement_inputs,
@@ -26,14 +26,6 @@ ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
     "fleet": {"type": "list", "elements": "str", "default": None},
 }
-
-
-def _plain(value):
-    if isinstance(value, dict):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    return value
 
 
 class ActionModule(ActionBase):
@@ -59,11 +51,11 @@ class ActionModule(ActionBase):
             judgement = variables.get("_llama_server_judgement") or {}
             reading = judgement.get("placement")
             if reading:
-                readings[host] = _plain(reading)
-                host_vars[host] = {key: _plain(variables.get(key)) for key in (
+                readings[host] = plain(reading)
+                host_vars[host] = {key: plain(variables.get(key)) for key in (
                     "llama_fleet_labels", "llama_fleet_ram_margin_mib", "llama_fleet_gpu_margin_mib",
                     "llama_fleet_port_range") if variables.get(key) is not None}
-        deployments = _plain(args["deployments"])
+        deployments = plain(args["deployments"])
         wanted, hosts, current, errors, notes = placement_inputs(deployments, readings, host_vars)
         if errors:
             if self._task.check_mode:

@@ -9,19 +9,19 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.fleet_placement import PlacementError, place
 
 
-def _plain(value):
+def plain(value):
     """Ansible's lazy containers as plain ones (the placement reads lists and mappings only)."""
     if isinstance(value, dict):
-        return {str(key): _plain(item) for key, item in value.items()}
+        return {str(key): plain(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
+        return [plain(item) for item in value]
     return value
 
 
 def fleet_place(deployments, hosts, current=None) -> dict:
     """fleet_placement.place on the operator's data; an input it cannot read fails naming its field."""
     try:
-        return place(_plain(deployments or []), _plain(hosts or []), _plain(current) if current else None)
+        return place(plain(deployments or []), plain(hosts or []), plain(current) if current else None)
     except PlacementError as err:
         raise AnsibleFilterError(f"fleet_place: {err}") from None
 

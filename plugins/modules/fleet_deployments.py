@@ -78,7 +78,8 @@ deployments:
   type: list
   elements: dict
 refused:
-  description: Whether the placement was refused (RV(msg) says why); the deploy playbook then fails every host.
+  description: Whether the placement was refused (the result's C(msg) says why); the deploy playbook then fails
+    every host.
   returned: always
   type: bool
 hosts:

@@ -165,9 +165,10 @@ work:
 placement:
   description:
     - With O(deployments) - C(capacity) (C(ram_free_mib) is the RAM free less what the running engines reserved and
-      do not use yet; C(gpus) with NVML's free memory; C(ports_used)), C(placed) (the replicas placed here before: their
-      deployment, replica, port, cards, need and whether they run their plan), C(estimates) (each deployment's need
-      per replica as planned on this host, or why it is unknown) and C(versions) (each deployment's preset version).
+      do not use yet; C(gpus) with NVML's free memory; C(ports_used)), C(placed) (the replicas placed here before -
+      their deployment, replica, port, cards, need and whether they run their plan), C(estimates) (each deployment's
+      need per replica as planned on this host, or why it is unknown) and C(versions) (each deployment's preset
+      version).
   returned: when O(deployments) is given and the host could be read
   type: dict
 """

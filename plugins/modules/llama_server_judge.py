@@ -133,7 +133,7 @@ lock_holder:
 placement:
   description:
     - C(capacity) (C(ram_total_mib), C(ram_free_mib) less what the running engines reserved and do not use yet,
-      C(reserved_mib), C(gpus) with NVML's free memory, C(ports_used)), C(placed) (the replicas found here: their
+      C(reserved_mib), C(gpus) with NVML's free memory, C(ports_used)), C(placed) (the replicas found here - their
       record, plan's need and whether they run their plan) and C(estimates) (each deployment's need per replica,
       planned here, or why it is unknown).
   returned: when O(placement) is given

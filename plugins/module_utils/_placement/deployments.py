@@ -154,7 +154,7 @@ def _need(item: Mapping, readings: Mapping[str, Mapping]) -> tuple[int, int, str
         elif estimate.get("why"):
             why.append(f"{host}: {estimate['why']}")
     if known:
-        return max(need for need, _ in known), max(ram for _, ram in known), ""
+        return max(pair[0] for pair in known), max(pair[1] for pair in known), ""
     return 0, 0, ("no host could estimate it (" + ("; ".join(why[:3]) if why else "no host was read") + ")")
 
 

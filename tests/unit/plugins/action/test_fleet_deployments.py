@@ -18,8 +18,8 @@ def judged(ram_free, estimates, placed=()):
 NEEDS = {"tiny": {"memory_mib": 78, "ram_mib": 0}, "gemma": {"memory_mib": 826, "ram_mib": 0}}
 
 
-def run_action(hostvars, deployments=DEPLOYMENTS, hosts=("h1", "h2"), fleet=None, check_mode=False):
-    args = {"deployments": deployments, "hosts": list(hosts), "fleet": fleet}
+def run_action(hostvars, deployments=None, hosts=("h1", "h2"), fleet=None, check_mode=False):
+    args = {"deployments": deployments or DEPLOYMENTS, "hosts": list(hosts), "fleet": fleet}
     result, calls = actions.run_action(action_module, args, task_vars={"hostvars": hostvars}, check_mode=check_mode)
     assert calls == []  # nothing is sent to any host
     return result

@@ -206,10 +206,9 @@ def test_bad_deployments_fail_before_the_host_is_read():
 def test_a_placed_replica_listed_by_the_playbook_is_judged_with_its_record():
     _result, [(_name, args, _vars)] = run_action(CURRENT, instances=[
         {"name": "tiny-1", "preset": "small", "port": 8081, "placement": {"deployment": "tiny", "replica": 1}}])
-    assert args["instances"] == [{"name": "tiny-1", "environment": {}, "preset": {"MODEL": "a.gguf", "CTX": 4096,
-                                                                               "PORT": 8081},
-                                  "placement": {"deployment": "tiny", "replica": 1, "port": 8081,
-                                                "cuda_visible_devices": ""}}]
+    preset = {"MODEL": "a.gguf", "CTX": 4096, "PORT": 8081}
+    record = {"deployment": "tiny", "replica": 1, "port": 8081, "cuda_visible_devices": ""}
+    assert args["instances"] == [{"name": "tiny-1", "environment": {}, "preset": preset, "placement": record}]
 
 
 def test_a_host_without_the_venv_is_read_with_its_own_interpreter_for_the_placement():
