@@ -29,6 +29,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.dep
     placed_instance,
     replica_name,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.access import effective_port
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_request import (
     plan_from_params,
     with_defaults,
@@ -141,8 +142,9 @@ def readings(params: Mapping, records: list, deployments: Mapping, seen: Mapping
     # What the running engines have reserved and not touched yet (their estimate less their anonymous memory).
     reserved = sum(max(int((entry.get("memory") or {}).get("host_mib") or 0) - int(entry.get("resident_mib") or 0), 0)
                    for entry in seen.values() if "resident_mib" in entry and (entry.get("memory") or {}).get("known"))
-    hand_ports = [int(entry["port"]) for name, entry in seen.items()
-                  if name not in replica_names and str(entry.get("port") or "").isdigit()]
+    # The ports the hand-placed instances plan, from their presets: known before any of them is judged or runs.
+    hand_ports = [port for item in params["instances"] if item["name"] not in replica_names
+                  and (port := effective_port(item.get("preset") or {})) is not None]
     capacity = fleet_readings.capacity(reserved_mib=reserved, ports_of_replicas=[r["port"] for r in records],
                                        planned_ports=hand_ports)
     estimates = {}

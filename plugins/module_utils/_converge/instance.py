@@ -63,8 +63,8 @@ def apply(params: Mapping, run: Runner, docker_run: Runner, *, check_mode: bool,
 def judge(params: Mapping, run: Runner, docker_run: Runner, *, unit_dir: str = UNIT_DIR,
           image_ids: dict | None = None, seen: dict | None = None) -> tuple[dict | None, str]:
     """(its report row, "") when the instance runs its plan and nothing would change; (None, why) otherwise.
-    ``seen`` (when given) receives what the fleet's placement reads of it: the plan's memory estimate and port,
-    and the anonymous memory of the engine that runs now (MiB)."""
+    ``seen`` (when given) receives what the fleet's placement reads of it: the plan's memory estimate, and the
+    anonymous memory of the engine that runs now (MiB)."""
     errors = step_errors(params)
     if errors:
         return None, errors[0]
@@ -74,7 +74,7 @@ def judge(params: Mapping, run: Runner, docker_run: Runner, *, unit_dir: str = U
     runtime = runtime_for(request, run, docker_run, unit_dir=unit_dir, image_ids=image_ids)
     step, stopped = plan_instance(request, runtime, check_mode=True)
     planned = step.plan if step is not None else (stopped.result.get("plan") or {})
-    seen.update(memory=planned.get("memory") or {}, port=(planned.get("decisions") or {}).get("port") or "")
+    seen["memory"] = planned.get("memory") or {}
     if stopped is not None:
         if stopped.failure:
             reason = stopped.failure.removeprefix(f"instance {name}: ").splitlines()[0]

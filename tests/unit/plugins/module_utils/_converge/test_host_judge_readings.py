@@ -1,0 +1,70 @@
+"""What the host judge hands the placement: each found replica with its need and whether it runs its plan, the
+memory the running engines reserved and do not use yet, the hand-placed instances' ports, and each deployment's
+need (from a replica found here, else planned here, else why not)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import fleet_readings, host_judge
+
+GEMMA = {"name": "gemma", "preset": {"MODEL": "g.gguf"}, "environment": {}, "gpus": 0, "version": "v-gemma"}
+TINY = {"name": "tiny", "preset": {"MODEL": "t.gguf"}, "environment": {}, "gpus": 0, "version": "v-tiny"}
+RECORD = {"instance": "tiny-0", "deployment": "tiny", "replica": 0, "port": 8081, "cuda_visible_devices": ""}
+
+
+def memory(host_mib):
+    return {"known": True, "host_mib": host_mib, "cards_mib": 0}
+
+
+@pytest.fixture
+def probes(monkeypatch):
+    monkeypatch.setattr(fleet_readings, "ram_facts", lambda: (24000, 20000))
+    monkeypatch.setattr(fleet_readings, "list_gpus", lambda: (None, "no NVML"))
+    monkeypatch.setattr(fleet_readings, "listening_ports", lambda: {22, 8080, 8081})
+    planned = []
+
+    def estimate(_params, deployment, engine, gpus):
+        planned.append((deployment["name"], engine, gpus))
+        return memory(826)
+
+    monkeypatch.setattr(host_judge, "estimate_here", estimate)
+    return planned
+
+
+def test_readings_of_a_host_with_a_hand_instance_and_a_replica(probes):
+    params = {"instances": [{"name": "main", "preset": {"PORT": "8080"}},
+                            {"name": "side", "preset": {"EXTRA_ARGS": "--port 9000"}}]}
+    seen = {"main": {"memory": memory(800), "resident_mib": 300},  # runs: 500 MiB reserved, not resident
+            "side": {"memory": memory(100)},  # does not run: nothing reserved
+            "tiny-0": {"memory": memory(78), "resident_mib": 90}}  # more resident than estimated: 0
+    found = host_judge.readings(params, [RECORD], {"tiny": TINY, "gemma": GEMMA}, seen, engine="/e/llama-server",
+                                replica_names={"tiny-0"}, failed=set())
+    assert found["capacity"] == {"ram_total_mib": 24000, "ram_free_mib": 19500, "reserved_mib": 500, "gpus": [],
+                                 "ports_used": [22, 8080, 9000]}
+    assert found["placed"] == [{**RECORD, "memory_mib": 78, "version": "v-tiny", "current": True}]
+    # tiny's need comes from its replica here; gemma's is planned here.
+    assert found["estimates"] == {"gemma": {"memory_mib": 826, "ram_mib": 0}, "tiny": {"memory_mib": 78, "ram_mib": 0}}
+    assert probes == [("gemma", "/e/llama-server", [])]
+
+
+def test_a_replica_that_does_not_run_its_plan_or_was_not_judged_is_not_current(probes):
+    found = host_judge.readings({"instances": []}, [RECORD], {"tiny": TINY}, {"tiny-0": {"memory": memory(78)}},
+                                engine="/e", replica_names={"tiny-0"}, failed={"tiny-0"})
+    assert found["placed"][0]["current"] is False
+    gone = {**RECORD, "instance": "old-0", "deployment": "old"}
+    found = host_judge.readings({"instances": []}, [gone], {"tiny": TINY}, {}, engine="/e",
+                                replica_names={"old-0"}, failed=set())
+    assert found["placed"] == [{**gone, "memory_mib": 0, "version": "", "current": False}]
+
+
+def test_a_host_not_ready_to_plan_says_why(probes):
+    found = host_judge.readings({"instances": []}, [], {"gemma": GEMMA}, {}, engine="", replica_names=set(),
+                                failed=set())
+    assert found["estimates"] == {"gemma": {"why": "the host is not ready to plan yet (engine, runtime or model)"}}
+    assert probes == []
+
+
+def test_a_card_deployment_on_a_host_with_too_few_cards_is_not_planned():
+    found = host_judge.estimate_here({"settings": {}}, {**GEMMA, "gpus": 2}, "/e", [{"uuid": "GPU-1"}])
+    assert found == {"known": False, "why_unknown": "the host has 1 card(s), a replica takes 2"}
