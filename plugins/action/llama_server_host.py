@@ -20,7 +20,6 @@ import time
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.fleet_readings import placement_record
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.role import (
     input_errors,
     instances_in_state,
@@ -42,6 +41,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settin
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.deployments import (
     deployment_errors,
     judge_deployments,
+    placement_record,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_layers import preset_and_key
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import target_code

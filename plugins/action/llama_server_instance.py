@@ -13,12 +13,12 @@ import copy
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.fleet_readings import placement_record
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.instance import instance_errors
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.settings_check import settings_errors
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.report import early_entry
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import container_name, unit_name
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import settings_spec
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.deployments import placement_record
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.inputs import (
     DEFAULT_GPU_MARGIN_MIB,
     DEFAULT_RAM_MARGIN_MIB,

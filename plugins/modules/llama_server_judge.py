@@ -134,8 +134,9 @@ placement:
   description:
     - C(capacity) (C(ram_total_mib), C(ram_free_mib) less what the running engines reserved and do not use yet,
       C(reserved_mib), C(gpus) with NVML's free memory, C(ports_used)), C(placed) (the replicas found here - their
-      record, plan's need and whether they run their plan) and C(estimates) (each deployment's need per replica,
-      planned here, or why it is unknown).
+      record, plan's need and whether they run their plan), C(estimates) (each deployment's need per replica,
+      planned here, or why it is unknown) and C(needs_preparing) (the host lacks the engine, runtime or a model it
+      needs to plan them).
   returned: when O(placement) is given
   type: dict
 """

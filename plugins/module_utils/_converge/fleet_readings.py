@@ -15,20 +15,12 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.deployments import placement_record
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.gpu import list_gpus
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.memory import ram_facts
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.port import read_listeners
 
-MIB = 1 << 20
 _STATE_PREFIX, _STATE_SUFFIX = "instance-", ".json"
-
-
-def placement_record(placement: Mapping | None, port, cuda_visible_devices: str) -> dict | None:
-    """What the state file of a placed replica records: its deployment, replica, port and cards."""
-    if not placement:
-        return None
-    return {"deployment": str(placement["deployment"]), "replica": int(placement["replica"]),
-            "port": int(port or 0), "cuda_visible_devices": str(cuda_visible_devices or "")}
 
 
 def placed_records(config_dir: str) -> list[dict]:

@@ -124,14 +124,16 @@ def judge(params: Mapping, run: Runner, docker_run: Runner) -> dict:
               "work": {"all": shared, "instances": work}, "lock_holder": host.read_lock(params["lock_path"])}
     if placing is not None:
         result["placement"] = readings(params, records, deployments, seen, engine="" if shared else engine,
-                                       replica_names={r["instance"] for r in records}, failed=set(work))
+                                       failed=set(work))
     return result
 
 
 def readings(params: Mapping, records: list, deployments: Mapping, seen: Mapping, *, engine: str,
-             replica_names: set, failed: set) -> dict:
+             failed: set) -> dict:
     """What the controller's placement needs of this host (``fleet_readings``): its capacity, its placed replicas
-    (with their plan's memory and whether they run their plan), each deployment's memory need as planned here."""
+    (with their plan's memory and whether they run their plan), each deployment's memory need as planned here, and
+    whether the host must get its shared parts (engine, runtime, models: ``engine`` is "") to plan them at all."""
+    replica_names = {record["instance"] for record in records}
     placed = []
     for record in records:
         memory = (seen.get(record["instance"]) or {}).get("memory") or {}
@@ -157,7 +159,8 @@ def readings(params: Mapping, records: list, deployments: Mapping, seen: Mapping
         else:
             memory = {"known": False, "why_unknown": "the host is not ready to plan yet (engine, runtime or model)"}
         estimates[name] = fleet_readings.need_of(memory, int(deployment.get("gpus") or 0))
-    return {"capacity": capacity, "placed": placed, "estimates": estimates}
+    return {"capacity": capacity, "placed": placed, "estimates": estimates,
+            "needs_preparing": bool(deployments) and not engine}
 
 
 def estimate_here(params: Mapping, deployment: Mapping, engine: str, gpus: list) -> dict:

@@ -50,7 +50,10 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths 
     instance_files,
     paths_of,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.deployments import cards_of
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.deployments import (
+    cards_of,
+    placement_record,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.inputs import (
     DEFAULT_GPU_MARGIN_MIB,
     DEFAULT_RAM_MARGIN_MIB,
@@ -225,7 +228,7 @@ class Request:
         """What the state file keeps of the placement (the margins are the rollout's, not the replica's)."""
         if not self.placement:
             return None
-        return {key: self.placement[key] for key in ("deployment", "replica", "port", "cuda_visible_devices")}
+        return placement_record(self.placement, self.placement.get("port"), self.placement.get("cuda_visible_devices"))
 
     @property
     def paths(self) -> InstancePaths:

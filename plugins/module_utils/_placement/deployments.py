@@ -40,6 +40,15 @@ def replica_name(deployment: str, replica: int) -> str:
     return f"{deployment}-{replica}"
 
 
+def placement_record(placement: Mapping | None, port, cuda_visible_devices) -> dict | None:
+    """What a placed replica's state file records (the judge finds the fleet's replicas by it): its deployment,
+    replica, port and cards. None for an instance placed by hand."""
+    if not placement:
+        return None
+    return {"deployment": str(placement["deployment"]), "replica": int(placement["replica"]),
+            "port": int(port or 0), "cuda_visible_devices": str(cuda_visible_devices or "")}
+
+
 def _listed(deployments) -> list:
     if deployments is None:
         return []
@@ -134,9 +143,8 @@ def placed_instance(deployment: Mapping, found: Mapping) -> dict:
         preset["PORT"] = found["port"]
     if found.get("cuda_visible_devices"):
         preset["CUDA_VISIBLE_DEVICES"] = found["cuda_visible_devices"]
-    record = {key: found[key] for key in ("deployment", "replica", "port", "cuda_visible_devices")}
     return {"name": found["instance"], "preset": preset, "environment": dict(deployment.get("environment") or {}),
-            "placement": record}
+            "placement": placement_record(found, found.get("port"), found.get("cuda_visible_devices"))}
 
 
 # ------------------------------------------------------------------ the controller's placement
@@ -167,7 +175,6 @@ def placement_inputs(deployments, readings: Mapping[str, Mapping], host_vars: Ma
     on several hosts (its host left the fleet, the replica moved, and the host came back) runs where it runs its
     plan, the first such host by name; the others are removed (notes say so)."""
     listed = _listed(deployments)
-    versions = {}
     wanted, errors = [], []
     for item in listed:
         memory, ram, why = _need(item, readings)
@@ -175,10 +182,8 @@ def placement_inputs(deployments, readings: Mapping[str, Mapping], host_vars: Ma
             errors.append(f"deployment {item['name']}: its memory need is unknown: {why}; give it as memory_mib "
                           "(MiB per replica)")
             continue
-        entry = {**_as_placement_input(item), "memory_mib": memory, "ram_mib": ram}
         version = ((next(iter(readings.values()), {}) or {}).get("versions") or {}).get(str(item["name"]), "")
-        versions[str(item["name"])] = version
-        wanted.append({**entry, "version": version})
+        wanted.append({**_as_placement_input(item), "memory_mib": memory, "ram_mib": ram, "version": version})
     hosts, found = [], {}
     names = {str(item["name"]) for item in listed}
     for host in sorted(readings):

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import fleet_readings
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.deployments import placement_record
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.instance_request import state_content
 
 
@@ -16,7 +17,7 @@ def test_a_hand_placed_instances_state_file_is_as_before():
 
 
 def test_placed_records_come_back_from_the_state_files_the_step_writes(tmp_path):
-    record = fleet_readings.placement_record({"deployment": "tiny", "replica": 1}, 8081, "GPU-a")
+    record = placement_record({"deployment": "tiny", "replica": 1}, 8081, "GPU-a")
     (tmp_path / "instance-tiny-1.json").write_text(state_content({"ram_avail_mib": 5}, record))
     (tmp_path / "instance-main.json").write_text(state_content({"ram_avail_mib": 5}))
     (tmp_path / "instance-broken.json").write_text("{not json")
@@ -28,7 +29,7 @@ def test_placed_records_come_back_from_the_state_files_the_step_writes(tmp_path)
 
 def test_no_config_dir_no_records(tmp_path):
     assert fleet_readings.placed_records(str(tmp_path / "missing")) == []
-    assert fleet_readings.placement_record(None, 8080, "") is None
+    assert placement_record(None, 8080, "") is None
 
 
 @pytest.mark.parametrize(

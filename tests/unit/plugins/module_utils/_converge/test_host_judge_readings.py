@@ -39,30 +39,32 @@ def test_readings_of_a_host_with_a_hand_instance_and_a_replica(probes):
             "side": {"memory": memory(100)},  # does not run: nothing reserved
             "tiny-0": {"memory": memory(78), "resident_mib": 90}}  # more resident than estimated: 0
     found = host_judge.readings(params, [RECORD], {"tiny": TINY, "gemma": GEMMA}, seen, engine="/e/llama-server",
-                                replica_names={"tiny-0"}, failed=set())
+                                failed=set())
     assert found["capacity"] == {"ram_total_mib": 24000, "ram_free_mib": 19500, "reserved_mib": 500, "gpus": [],
                                  "ports_used": [22, 8080, 9000]}
     assert found["placed"] == [{**RECORD, "memory_mib": 78, "version": "v-tiny", "current": True}]
     # tiny's need comes from its replica here; gemma's is planned here.
     assert found["estimates"] == {"gemma": {"memory_mib": 826, "ram_mib": 0}, "tiny": {"memory_mib": 78, "ram_mib": 0}}
     assert probes == [("gemma", "/e/llama-server", [])]
+    assert found["needs_preparing"] is False
 
 
 def test_a_replica_that_does_not_run_its_plan_or_was_not_judged_is_not_current(probes):
     found = host_judge.readings({"instances": []}, [RECORD], {"tiny": TINY}, {"tiny-0": {"memory": memory(78)}},
-                                engine="/e", replica_names={"tiny-0"}, failed={"tiny-0"})
+                                engine="/e", failed={"tiny-0"})
     assert found["placed"][0]["current"] is False
     gone = {**RECORD, "instance": "old-0", "deployment": "old"}
-    found = host_judge.readings({"instances": []}, [gone], {"tiny": TINY}, {}, engine="/e",
-                                replica_names={"old-0"}, failed=set())
+    found = host_judge.readings({"instances": []}, [gone], {"tiny": TINY}, {}, engine="/e", failed=set())
     assert found["placed"] == [{**gone, "memory_mib": 0, "version": "", "current": False}]
 
 
 def test_a_host_not_ready_to_plan_says_why(probes):
-    found = host_judge.readings({"instances": []}, [], {"gemma": GEMMA}, {}, engine="", replica_names=set(),
-                                failed=set())
+    found = host_judge.readings({"instances": []}, [], {"gemma": GEMMA}, {}, engine="", failed=set())
     assert found["estimates"] == {"gemma": {"why": "the host is not ready to plan yet (engine, runtime or model)"}}
+    assert found["needs_preparing"] is True
     assert probes == []
+    # Nothing to place: nothing to prepare for.
+    assert host_judge.readings({"instances": []}, [], {}, {}, engine="", failed=set())["needs_preparing"] is False
 
 
 def test_a_card_deployment_on_a_host_with_too_few_cards_is_not_planned():
