@@ -27,6 +27,7 @@ SPECS = {
     "llama_server_host": _spec("action.llama_server_host.ARGUMENT_SPEC"),
     "fleet_summary": _spec("action.fleet_summary.ARGUMENT_SPEC"),
     "fleet_metrics_targets": _spec("action.fleet_metrics_targets.ARGUMENT_SPEC"),
+    "fleet_deployments": _spec("action.fleet_deployments.ARGUMENT_SPEC"),
 }
 
 
@@ -73,3 +74,11 @@ def test_a_difference_is_found():
         "p.a: default is 2 in the docs, 1 in the spec",
         "p.b.c: type is 'str' in the docs, 'bool' in the spec",
     ]
+
+
+@pytest.mark.parametrize("plugin", sorted(SPECS))
+def test_the_returned_values_are_documented_in_valid_yaml(plugin):
+    """RETURN is read by ansible-doc only: a colon in a plain scalar there breaks it without breaking the options."""
+    returned = yaml.safe_load(importlib.import_module(f"{PREFIX}modules.{plugin}").RETURN)
+    assert isinstance(returned, dict)
+    assert all(isinstance(entry, dict) and entry.get("description") for entry in returned.values())
