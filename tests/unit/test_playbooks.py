@@ -87,10 +87,10 @@ def test_with_a_gateway_no_batch_restarts_every_replica_of_a_model(tmp_path):
 
 
 def test_the_placement_playbook_places_a_fleet_from_a_file_without_any_host(tmp_path):
-    """playbooks/place-fleet.yml on its example, and on a file of the operator's: printed, and written as JSON."""
+    """playbooks/place_fleet.yml on its example, and on a file of the operator's: printed, and written as JSON."""
     root = os.path.dirname(os.path.abspath(conftest.__file__))
     env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": conftest.collection_path(), "ANSIBLE_NOCOLOR": "1"}
-    example = subprocess.run([BIN, "playbooks/place-fleet.yml"], cwd=root, capture_output=True, text=True,
+    example = subprocess.run([BIN, "playbooks/place_fleet.yml"], cwd=root, capture_output=True, text=True,
                              check=False, timeout=120, env=env)
     assert example.returncode == 0, example.stdout + example.stderr
     assert "qwen3-32b                      1  gpu2" in example.stdout
@@ -99,7 +99,7 @@ def test_the_placement_playbook_places_a_fleet_from_a_file_without_any_host(tmp_
         "deployments": [{"name": "chat", "replicas": 2, "memory_mib": 5000}],
         "hosts": [{"name": "a", "ram_free_mib": 9000}, {"name": "b", "ram_free_mib": 5000}]}))
     out = tmp_path / "placement.json"
-    mine = subprocess.run([BIN, "playbooks/place-fleet.yml", "-e", f"llama_fleet_file={fleet}", "-e",
+    mine = subprocess.run([BIN, "playbooks/place_fleet.yml", "-e", f"llama_fleet_file={fleet}", "-e",
                            f"llama_fleet_placement_path={out}"], cwd=root, capture_output=True, text=True,
                           check=False, timeout=120, env=env)
     assert mine.returncode == 0, mine.stdout + mine.stderr
