@@ -391,10 +391,10 @@ engine_runs:
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes import plan_options  # noqa: E402
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_request import (  # noqa: E402
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.planning import (  # noqa: E402
     plan_from_params,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes import plan_options  # noqa: E402
 
 
 def main() -> None:

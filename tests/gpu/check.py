@@ -2,7 +2,7 @@
 
 Usage: check.py --mode gpu|cpu --engine BIN_DIR --model FILE.gguf --captures DIR --steps FILE.tsv
 
-Calls the collection's own code the way llama_server_plan does (``plan_request.plan_from_params`` over the
+Calls the collection's own code the way llama_server_plan does (``planning.plan_from_params`` over the
 module's option defaults, which runs ``plan_host.probe_and_plan``: NVML through pynvml, nvidia-smi, the
 engine's --help, the GGUF header), then starts the planned argv with the environment the role's unit would
 give it. Each step appends "name<TAB>seconds<TAB>result<TAB>detail" to --steps; result is "pass", "FAIL" or
@@ -38,12 +38,12 @@ import conftest  # noqa: E402 - makes ansible_collections.llamafleet.llamacpp im
 conftest.collection_path()
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils import gguf_meta  # noqa: E402
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes import gpu  # noqa: E402
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.engine import engine_env  # noqa: E402
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_request import (  # noqa: E402
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.planning import (  # noqa: E402
     plan_from_params,
     with_defaults,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes import gpu  # noqa: E402
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.engine import engine_env  # noqa: E402
 
 NOT_RUN = "not run (no GPU)"
 N_PREDICT = 8

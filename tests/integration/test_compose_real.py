@@ -22,11 +22,13 @@ import pytest
 import yaml
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils import planner
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.notes import Note
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.compose_service import (
     SECRET_PATH,
     ServiceSpec,
     compose_fragment,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.planner import Plan
 
 from .conftest import free_port, run_playbook
 from .test_plan_module_real import base_args, plan_task
@@ -101,7 +103,7 @@ _PLAN = planner.plan(
                       help=(Path(__file__).resolve().parents[1] / "unit" / "fixtures" / "engine"
                             / "llama-server-11434.0.0-cpu.help.txt").read_text()),
 )
-ARGV, DECISIONS = _PLAN.argv, _PLAN.decisions.as_dict()
+ARGV, DECISIONS = _PLAN.argv, _PLAN.decisions
 SPEC = ServiceSpec(name="chat", image="ghcr.io/ggml-org/llama.cpp:server-cuda", user="995:995",
                    model_dirs=("/srv/models",), slot_dir="/var/lib/llamafleet/instances/chat/slots",
                    key_file="/etc/llamafleet/credentials/chat.key", environment={"NOTE": "costs $5"})
@@ -192,11 +194,11 @@ def test_every_hostile_value_stays_in_its_field(tmp_path, docker):
         compose_file_text,
     )
 
-    plan = {"argv": ARGV, "env": {}, "decisions": DECISIONS, "notes": [{"id": "n.1", "text": "plain"}]}
+    plan = Plan(argv=ARGV, decisions=DECISIONS, notes=[Note("n.1", "plain")])
     plain = _read_back(tmp_path, docker, compose_file_text("chat", plan, SPEC, "llamafleet"))
     read = 0
     for value in HOSTILE:
-        hostile_plan = {**plan, "argv": [*ARGV, "--alias", value], "notes": [{"id": "n.1", "text": value}]}
+        hostile_plan = dataclasses.replace(plan, argv=[*ARGV, "--alias", value], notes=[Note("n.1", value)])
         spec = dataclasses.replace(SPEC, environment={"NOTE": value}, health_command=("curl", value))
         service = _read_back(tmp_path, docker, compose_file_text("chat", hostile_plan, spec, "llamafleet"))
         assert sorted(service) == sorted(plain), repr(value)

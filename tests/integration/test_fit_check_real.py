@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.planning import (
+    plan_from_params,
+    with_defaults,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.step import Request, engine_fit_refusal
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements import fit_check
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import defaults
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.engine import engine_env, run_engine
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_request import (
-    plan_from_params,
-    with_defaults,
-)
 
 
 @pytest.fixture
@@ -32,7 +32,7 @@ def planned(tmp_path, engine_bin, model_path):
                              "check_port": False})
     outcome = plan_from_params(options, check_mode=True)
     assert not outcome.failure, outcome.failure
-    return outcome.result
+    return outcome.planned
 
 
 def request(engine_bin, ram_margin_mib):
@@ -46,7 +46,7 @@ def test_the_planned_arguments_are_accepted_and_a_launch_that_fits_passes(planne
     tool = str(Path(engine_bin).parent / fit_check.FIT_PARAMS)
     env = engine_env(engine_bin, {})
     _status, help_text = run_engine(tool, ["--help"], env, 10)
-    argv = fit_check.projection_argv(planned["argv"], fit_check.help_flags(help_text))
+    argv = fit_check.projection_argv(planned.plan.argv, fit_check.help_flags(help_text))
     # The server's own flags (port, address, alias) are not given to the estimator; the memory flags are.
     assert "--port" not in argv
     assert "--alias" not in argv
@@ -56,11 +56,11 @@ def test_the_planned_arguments_are_accepted_and_a_launch_that_fits_passes(planne
     rows = fit_check.parse_projection(output)
     assert list(rows) == ["Host"]
     # Our estimate (Plan.memory) is never short of the engine's projection by more than 5 %.
-    assert planned["memory"]["host_mib"] >= 0.95 * rows["Host"]
+    assert planned.plan.memory.host_mib >= 0.95 * rows["Host"]
 
 
 def test_a_launch_that_does_not_fit_is_refused_naming_the_numbers(planned, engine_bin):
-    free = int(planned["facts"]["ram_avail_measured_mib"])
+    free = int(planned.facts["ram_avail_measured_mib"])
     refusal = engine_fit_refusal(request(engine_bin, free - 100), planned)
     assert refusal.startswith("the engine's own estimate (llama-fit-params) does not fit: Host: ")
     assert f"the host has {free} MiB of RAM free less {free - 100} MiB kept free" in refusal

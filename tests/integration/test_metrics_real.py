@@ -18,7 +18,11 @@ import pytest
 import yaml
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.report import report_entry
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.expectations import Expectations
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.notes import Note
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.planned import Planned
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_layers import preset_version
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.planner import Decisions, Plan
 
 from .conftest import REPO, free_port, run_playbook
 from .haproxy_gateway import CLIENT_KEY, Gateway
@@ -69,6 +73,15 @@ def _plan_engines(tmp_path, engine_bin, model_path, key_file, aliases):
     proc, results = run_playbook(tmp_path, tasks)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return items, list(results["results"])
+
+
+def _planned(result: dict) -> Planned:
+    """What the instance step holds of a plan (the fields a report row reads), from llama_server_plan's result."""
+    decisions = result["decisions"]
+    return Planned(Plan(argv=result["argv"], notes=[Note(**note) for note in result["notes"]],
+                        decisions=Decisions(host=decisions["host"], port=decisions["port"],
+                                            metrics=decisions["metrics"], expect=Expectations(**decisions["expect"]))),
+                   facts=result["facts"])
 
 
 def _write_targets(tmp_path, fleet: dict, metrics_url: str, path: Path):
@@ -174,7 +187,7 @@ def test_prometheus_finds_every_engine_and_gateway_up(tmp_path, engine_bin, mode
         for alias, plan in zip(aliases, plans, strict=True):
             _status, props = _get(f"http://127.0.0.1:{plan['decisions']['port']}/props", ENGINE_KEY)
             applied = {"state": "deployed", "props": json.loads(props), "runs_plan": True, "health": 200}
-            rows.append(report_entry(alias, plan, applied, f"llama-server-{alias}.service"))
+            rows.append(report_entry(alias, _planned(plan), applied, f"llama-server-{alias}.service"))
         presets = {"chat": {"MODEL": Path(model_path).name, "CTX": 2048}}
         instances = [{"name": alias, "preset": "chat", "settings": {"PORT": item["preset"]["PORT"]}}
                      for alias, item in zip(aliases, items, strict=True)]

@@ -36,6 +36,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.ru
     parse_deleted_maps,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import container_name, paths_of
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.planned import Planned
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.files import read_bytes
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.service import Runner
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.compose_file import compose_file_text
@@ -132,23 +133,23 @@ class ComposeRuntime:
             self.image_ids[image] = out.strip()
         return self.image_ids[image]
 
-    def render(self, plan: Mapping, key: str) -> Rendered:
+    def render(self, planned: Planned, key: str) -> Rendered:
         settings = self.settings
-        decisions = plan["decisions"]
-        facts = plan.get("facts") or {}
+        plan = planned.plan
+        decisions = plan.decisions
         try:
             uid, gid = pwd.getpwnam(settings["user"]).pw_uid, grp.getgrnam(settings["group"]).gr_gid
         except KeyError as err:
             raise RenderError(f"the service account is missing: {err}") from err
-        slot_dir = str(decisions.get("slot_dir") or "")
-        self._slots = (slot_dir, bool(decisions.get("slot_persist")))
+        slot_dir = decisions.slot_dir
+        self._slots = (slot_dir, decisions.slot_persist)
         spec = ServiceSpec(
             name=self.name, image=settings["image"], user=f"{uid}:{gid}",
             model_dirs=(settings["models_dir"], *settings["model_dirs"]), slot_dir=slot_dir,
-            key_file=self.paths.key_file if key else "", gpus=uses_nvidia(plan, settings["nvidia"]),
-            gpu_selection=str({**self.environment, **(plan.get("env") or {})}.get("CUDA_VISIBLE_DEVICES") or ""),
+            key_file=self.paths.key_file if key else "", gpus=uses_nvidia(planned, settings["nvidia"]),
+            gpu_selection=str({**self.environment, **plan.env}.get("CUDA_VISIBLE_DEVICES") or ""),
             environment=dict(self.environment),
-            start_period_s=health_timeout_s(int(facts.get("model_bytes") or 0), settings["health_timeout_base_s"],
+            start_period_s=health_timeout_s(planned.model_bytes, settings["health_timeout_base_s"],
                                             settings["health_timeout_per_gib_s"]),
             stop_grace_s=settings["stop_timeout_s"], nofile=settings["compose_nofile"],
             health_command=tuple(settings["compose_health_command"]),
@@ -156,7 +157,7 @@ class ComposeRuntime:
         )
         try:
             text = compose_file_text(self.name, plan, spec, settings["compose_project"])
-            environment = container_environment(spec, plan.get("env") or {})
+            environment = container_environment(spec, plan.env)
         except ComposeError as err:
             raise RenderError(str(err)) from err
         files = [ManagedFile(self.paths.compose_file, text.encode(), 0o644, COMPOSE_LABEL, comment="#")]
@@ -164,7 +165,7 @@ class ComposeRuntime:
             files.append(ManagedFile(self.paths.key_file, credential_content("key", key).encode(), KEY_MODE,
                                      "the API key", group=settings["group"]))
         return Rendered(files=tuple(files), remove=() if key else (self.paths.key_file,),
-                        command=tuple(plan["argv"][1:]), environment=environment)
+                        command=tuple(plan.argv[1:]), environment=environment)
 
     # ---------------------------------------------------------------- what runs
     def inspect(self) -> dict | None:

@@ -73,8 +73,8 @@ def judge(params: Mapping, run: Runner, docker_run: Runner, *, unit_dir: str = U
     name = request.name
     runtime = runtime_for(request, run, docker_run, unit_dir=unit_dir, image_ids=image_ids)
     step, stopped = plan_instance(request, runtime, check_mode=True)
-    planned = step.plan if step is not None else (stopped.result.get("plan") or {})
-    seen["memory"] = planned.get("memory") or {}
+    seen["memory"] = (step.planned.plan.memory.as_dict() if step is not None
+                      else (stopped.result.get("plan") or {}).get("memory") or {})
     if stopped is not None:
         if stopped.failure:
             reason = stopped.failure.removeprefix(f"instance {name}: ").splitlines()[0]
@@ -96,4 +96,4 @@ def judge(params: Mapping, run: Runner, docker_run: Runner, *, unit_dir: str = U
         return None, f"instance {name}: {problems[0]}"
     applied = {"state": "deployed", "changed": False, "restarted": False, "would_restart": False, "reasons": [],
                "rolled_back": False, **observed}
-    return report_entry(name, step.plan, applied, runtime.service), ""
+    return report_entry(name, step.planned, applied, runtime.service), ""

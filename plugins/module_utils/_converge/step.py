@@ -15,6 +15,7 @@ nothing: what the engine and its manager act on is the same.
 
 from __future__ import annotations
 
+import dataclasses
 import grp
 import os
 import pwd
@@ -25,11 +26,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils import planner
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.files import (
     keep_copies,
     read_bytes,
     read_copies,
     write_atomically,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.planning import (
+    IMAGE_DEFAULT_BIN,
+    PlanOutcome,
+    plan_launch,
+    previous_ram_avail,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements import fit_check
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.access import open_server_refusal
@@ -47,30 +55,28 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.ru
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import (
     InstancePaths,
+    container_name,
+    credential_path,
     instance_files,
     paths_of,
+    unit_name,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.deployments import (
     cards_of,
     placement_record,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.inputs import (
-    DEFAULT_GPU_MARGIN_MIB,
-    DEFAULT_RAM_MARGIN_MIB,
-)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.planned import Planned
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.docker import DockerAccess
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.engine import engine_env, run_engine
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_request import (
-    plan_from_params,
-    with_defaults,
-)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_host import ProbeOptions
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.service import (
     http_get,
     read_props,
     wait_healthy,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.compose_service import SECRET_PATH
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.instance_request import (
     health_timeout_s,
-    plan_request,
     state_content,
 )
 
@@ -128,7 +134,7 @@ class Runtime(Protocol):
     def log_title(self, lines: int) -> str:
         """The heading of ``engine_says`` in a failure message."""
 
-    def render(self, plan: Mapping, key: str) -> Rendered:
+    def render(self, planned: Planned, key: str) -> Rendered:
         """The files and the command of one instance; RenderError when a value cannot be written."""
 
     def read(self) -> UnitState:
@@ -247,19 +253,19 @@ class Request:
 class InstanceStep:
     """One instance's plan, files and engine, as the step sees and changes them."""
 
-    def __init__(self, request: Request, runtime: Runtime, plan: Mapping, rendered: Rendered):
+    def __init__(self, request: Request, runtime: Runtime, planned: Planned, rendered: Rendered):
         self.request = request
         self.runtime = runtime
-        self.plan = plan
+        self.planned = planned
         self.rendered = rendered
         self.name = request.name
         self.paths = request.paths
-        decisions = plan["decisions"]
-        self.health_url = decisions["health_url"]
-        self.health_socket = decisions.get("health_unix_socket") or ""
-        self.expect = dict(decisions.get("expect") or {})
+        decisions = planned.plan.decisions
+        self.health_url = decisions.health_url
+        self.health_socket = decisions.health_unix_socket
+        self.expect = decisions.expect.as_dict()
         self.headers = {"Authorization": f"Bearer {request.key}"} if request.key else {}
-        self.state_text = state_content(plan.get("facts") or {}, request.record).encode()
+        self.state_text = state_content(planned.facts, request.record).encode()
         self.remove_paths = [path for path in rendered.remove if os.path.lexists(path)]
 
     # ---------------------------------------------------------------- readings
@@ -387,8 +393,8 @@ class InstanceStep:
         return wait_healthy(
             self.health_url,
             self.health_socket,
-            timeout_s=health_timeout_s(int((self.plan.get("facts") or {}).get("model_bytes") or 0),
-                                       settings["health_timeout_base_s"], settings["health_timeout_per_gib_s"]),
+            timeout_s=health_timeout_s(self.planned.model_bytes, settings["health_timeout_base_s"],
+                                       settings["health_timeout_per_gib_s"]),
             listen_timeout_s=settings["health_listen_timeout_s"],
             delay_s=settings["health_delay_s"],
             still_starting=self.runtime.still_starting,
@@ -440,7 +446,7 @@ class InstanceStep:
         before = judged.before
         previous = self.last_good_files() or (self.on_disk() if before.running else {})
         files_only = judged.reasons == (f"{self.rendered.files[0].label} changed",)
-        refusal = "" if before.running else engine_fit_refusal(self.request, self.plan)
+        refusal = "" if before.running else engine_fit_refusal(self.request, self.planned)
         if refusal:
             return self._failed(result, f"instance {self.name}: {refusal} (nothing was changed)")
         try:
@@ -504,8 +510,8 @@ class InstanceStep:
     # ---------------------------------------------------------------- results
     def _row(self, result: dict, state: str) -> dict:
         applied = {**result, "state": state}
-        return {**applied, "report": report_entry(self.name, self.plan, applied, self.runtime.service),
-                "plan": {k: self.plan.get(k) for k in PLAN_REPORT_KEYS}}
+        return {**applied, "report": report_entry(self.name, self.planned, applied, self.runtime.service),
+                "plan": plan_report(self.planned.result())}
 
     def _done(self, result: dict, state: str) -> Outcome:
         if state == "previewed":
@@ -516,7 +522,7 @@ class InstanceStep:
         return Outcome(self._row({**result, "error": message}, "failed"), failure=message)
 
 
-def engine_fit_refusal(request: Request, plan: Mapping) -> str:
+def engine_fit_refusal(request: Request, planned: Planned) -> str:
     """For a placed replica about to start (none of it runs yet): why the engine's own estimate of the planned launch
     does not fit the host's free memory less its margins; "" when it fits, or when there is no estimator next to the
     engine (older builds, an image) to ask."""
@@ -529,50 +535,100 @@ def engine_fit_refusal(request: Request, plan: Mapping) -> str:
     status, help_text = run_engine(tool, ["--help"], env, FIT_HELP_TIMEOUT_S)
     if status != 0:
         return ""
-    argv = fit_check.projection_argv(plan.get("argv") or [], fit_check.help_flags(help_text))
+    argv = fit_check.projection_argv(planned.plan.argv, fit_check.help_flags(help_text))
     status, output = run_engine(tool, argv, env, FIT_TIMEOUT_S)
     if status != 0:
         return (f"the engine's own estimator (llama-fit-params) refused the planned arguments (exit {status}): "
                 + " ".join(output.strip().splitlines()[-1:]))
-    facts = plan.get("facts") or {}
+    facts = planned.facts
     free = {str(gpu.get("uuid")): int(gpu.get("free_mib", -1)) for gpu in facts.get("gpus") or []}
     visible = cards_of(request.placement.get("cuda_visible_devices") or "")
     return fit_check.fit_refusal(
         fit_check.parse_projection(output),
         ram_free_mib=int(facts.get("ram_avail_measured_mib") or facts.get("ram_avail_mib") or 0),
-        ram_margin_mib=int(request.placement.get("ram_margin_mib", DEFAULT_RAM_MARGIN_MIB)),
+        ram_margin_mib=int(request.placement["ram_margin_mib"]),
         cards_free_mib=[free.get(uuid, -1) for uuid in visible],
-        gpu_margin_mib=int(request.placement.get("gpu_margin_mib", DEFAULT_GPU_MARGIN_MIB)))
+        gpu_margin_mib=int(request.placement["gpu_margin_mib"]))
 
 
 # -------------------------------------------------------------------- planning and the instance's start
+def instance_options(request: Request, check_mode: bool) -> ProbeOptions:
+    """What the probes take for this instance, for either runtime. The key stays out: only the path the engine
+    reads it from goes in."""
+    settings = request.settings
+    paths = paths_of(request.name, settings)
+    preset = {k: v for k, v in planner.normalize_preset(request.preset).items() if k != "API_KEY"}
+    if settings.get("metrics") and not str(preset.get("METRICS", "")).strip():
+        preset["METRICS"] = "on"  # the role's switch, for the instances whose preset does not say
+    options = ProbeOptions(
+        preset=preset,
+        bin=request.engine,
+        home=paths.home_dir,
+        model_dirs=[settings["models_dir"], *settings.get("model_dirs", [])],
+        environment=request.service_environment,
+        api_key_file=credential_path(request.name) if request.key else "",
+        engine_official=settings["engine_official"],
+        instance=request.name,
+        unit=unit_name(request.name),
+        cache_dir=paths.plan_cache,
+        write_cache=not check_mode,
+        stable_ram_avail_mib=previous_ram_avail(paths.state_file),
+    )
+    if not request.compose:
+        return options
+    # The engine's help comes from the image that will run, its own container is neither a port conflict nor used
+    # RAM, and the key is read from the compose secret's path.
+    image = settings["image"]
+    return dataclasses.replace(
+        options,
+        bin=request.engine or settings["image_binary"] or (IMAGE_DEFAULT_BIN if image else ""),
+        unit="" if image else options.unit,
+        container=container_name(request.name),
+        engine_image=image,
+        docker=DockerAccess(cli=settings["docker_cli"], host=settings["docker_host"]),
+        api_key_file=SECRET_PATH if request.key else "",
+    )
+
+
+def plan_of(request: Request, check_mode: bool, check_port: bool = True) -> PlanOutcome:
+    """The instance's plan on this host, through the one planning request (``_converge/planning.py``)."""
+    try:
+        options = instance_options(request, check_mode)
+    except planner.PresetError as err:
+        return PlanOutcome({"changed": False}, failure=str(err))
+    return plan_launch(options, check_port=check_port)
+
+
+def plan_report(result: Mapping) -> dict:
+    """What the report keeps of a plan's result fields (the rest stays on the host)."""
+    return {key: result.get(key) for key in PLAN_REPORT_KEYS}
+
+
 def plan_instance(request: Request, runtime: Runtime, check_mode: bool) -> tuple[InstanceStep | None, Outcome | None]:
     """Plan and render the instance: (the step, None), or (None, the outcome of an instance that cannot be deployed:
     a failed plan, an external preset, an open server, a plan its runtime cannot write)."""
     name, service = request.name, runtime.service
-    options = plan_request(name, request.preset, request.service_environment, has_key=bool(request.key),
-                           engine=request.engine, settings=request.settings)
-    planned = plan_from_params(with_defaults(options), check_mode)
-    if planned.failure:
-        message = f"instance {name}: {planned.failure}"
+    outcome = plan_of(request, check_mode)
+    planned = outcome.planned
+    if outcome.failure or planned is None:
+        message = f"instance {name}: {outcome.failure}"
         entry = early_entry(name, "failed", message + " (nothing was changed)", service)
-        return None, Outcome({"plan": planned.result, "report": entry}, failure=message)
-    result = planned.result
-    if result.get("external"):
+        return None, Outcome({"plan": outcome.result, "report": entry}, failure=message)
+    if planned.plan.external:
         entry = early_entry(name, "external", unit=service)
-        entry["notes_count"] = len(result.get("notes") or [])
-        return None, Outcome({"plan": result, "report": entry})
-    refusal = open_server_refusal(name, result["decisions"], request.key, request.settings["allow_open"])
+        entry["notes_count"] = len(planned.plan.notes)
+        return None, Outcome({"plan": outcome.result, "report": entry})
+    refusal = open_server_refusal(name, planned.plan.decisions, request.key, request.settings["allow_open"])
     if refusal:
         entry = early_entry(name, "failed", refusal + " (nothing was changed)", service)
-        return None, Outcome({"plan": result, "report": entry}, failure=refusal)
+        return None, Outcome({"plan": outcome.result, "report": entry}, failure=refusal)
     try:
-        rendered = runtime.render(result, request.key)
+        rendered = runtime.render(planned, request.key)
     except RenderError as err:
         message = f"instance {name}: the plan cannot be written into its {runtime.kind} files: {err}"
-        return None, Outcome({"plan": result, "report": early_entry(name, "failed", message, service)},
+        return None, Outcome({"plan": outcome.result, "report": early_entry(name, "failed", message, service)},
                              failure=message)
-    return InstanceStep(request, runtime, result, rendered), None
+    return InstanceStep(request, runtime, planned, rendered), None
 
 
 def remove_instance(request: Request, runtime: Runtime, check_mode: bool, service_file: str) -> Outcome:

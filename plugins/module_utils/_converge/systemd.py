@@ -23,6 +23,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.ru
     restart_reasons,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import UNIT_DIR, unit_name, unit_path
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.planned import Planned
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.service import (
     Runner,
     journal_tail,
@@ -55,16 +56,16 @@ class SystemdRuntime:
         return f"journalctl -u {self.service} (last {lines} lines since the restart):"
 
     # ---------------------------------------------------------------- the files
-    def render(self, plan: Mapping, key: str) -> Rendered:
+    def render(self, planned: Planned, key: str) -> Rendered:
         try:
-            rendered = render_instance(self.name, plan, self.settings, self.environment, bool(key))
+            rendered = render_instance(self.name, planned, self.settings, self.environment, bool(key))
         except UnitRenderError as err:
             raise RenderError(str(err)) from err
         files = [ManagedFile(self.unit_file, rendered.unit_content.encode(), 0o644, UNIT_LABEL,
                              comment=UNIT_COMMENT)]
         files += [ManagedFile(path, credential_content(holds, key).encode(), 0o600, label)
                   for path, label, holds in rendered.credentials]
-        return Rendered(files=tuple(files), remove=rendered.remove, command=tuple(plan["argv"]),
+        return Rendered(files=tuple(files), remove=rendered.remove, command=tuple(planned.plan.argv),
                         environment=rendered.environment)
 
     # ---------------------------------------------------------------- what runs

@@ -4,13 +4,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.planner import Decisions
 
 
-def open_server_refusal(name: str, decisions: Mapping, key: str, allow_open: bool) -> str:
+def open_server_refusal(name: str, decisions: Decisions, key: str, allow_open: bool) -> str:
     """Why this plan may not be deployed as it is (a server open beyond loopback without a key); "" when it may."""
-    if decisions.get("loopback_only") or key or allow_open:
+    if decisions.loopback_only or key or allow_open:
         return ""
-    return (f"instance {name} would listen on {decisions.get('host')} (beyond loopback) without an API key. Give "
+    return (f"instance {name} would listen on {decisions.host} (beyond loopback) without an API key. Give "
             "it an api_key (vault), listen on 127.0.0.1, or set llama_server_allow_open: true to accept an open "
             "server.")

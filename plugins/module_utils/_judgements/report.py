@@ -9,6 +9,8 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.planned import Planned
+
 # What the report keeps of a plan (the rest stays on the host).
 PLAN_REPORT_KEYS = ("argv", "exec_start", "env", "notes", "plan_warnings", "decisions", "facts", "preflight",
                     "unset_environment")
@@ -28,31 +30,31 @@ def _served_model(props: Mapping) -> str:
     return str(props.get("model_alias") or props.get("model_path") or "")
 
 
-def plan_part(name: str, plan: Mapping, unit: str) -> dict:
+def plan_part(name: str, planned: Planned, unit: str) -> dict:
     """What the plan says, for the report."""
-    facts = plan.get("facts") or {}
-    decisions = plan.get("decisions") or {}
-    expect = decisions.get("expect") or {}
+    facts = planned.facts
+    decisions = planned.plan.decisions
+    expect = decisions.expect
     return {
         "instance": name,
         "unit": unit,
         "model": posixpath.basename(str(facts.get("model") or "")),
-        "planned_ctx": expect.get("ctx") or "",
-        "ngl": expect.get("ngl") or "",
-        "cache_ram": expect.get("cache_ram") or "",
+        "planned_ctx": expect.ctx or "",
+        "ngl": expect.ngl or "",
+        "cache_ram": expect.cache_ram or "",
         "gpus": len(facts.get("gpus") or []),
         "vram_mib": int(facts.get("vram_mib") or 0),
         "ram_mib": int(facts.get("ram_mib") or 0),
-        "notes_count": len(plan.get("notes") or []),
-        "metrics": bool(decisions.get("metrics")),
-        "host": str(decisions.get("host") or ""),
-        "port": str(decisions.get("port") or ""),
+        "notes_count": len(planned.plan.notes),
+        "metrics": decisions.metrics,
+        "host": decisions.host,
+        "port": decisions.port,
     }
 
 
-def report_entry(name: str, plan: Mapping, applied: Mapping, unit: str) -> dict:
+def report_entry(name: str, planned: Planned, applied: Mapping, unit: str) -> dict:
     """The row: the plan's part, then what runs (context from /props), what was done and why."""
-    entry = plan_part(name, plan, unit)
+    entry = plan_part(name, planned, unit)
     props = applied.get("props") or {}
     entry.update(
         state=str(applied.get("state") or "failed"),

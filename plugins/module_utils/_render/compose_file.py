@@ -15,10 +15,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.notes import Note
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.compose_service import (
     ServiceSpec,
     compose_fragment,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.planner import Plan
 
 # A key written bare: a plain word that no YAML version reads as anything but a string.
 _BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
@@ -110,20 +112,19 @@ def _one_line(text) -> str:
     return "".join(char if 0x20 <= ord(char) < 0x7F else _quoted(char)[1:-1] for char in " ".join(str(text).split()))
 
 
-def compose_file_text(name: str, plan: Mapping, spec: ServiceSpec, project: str,
+def compose_file_text(name: str, plan: Plan, spec: ServiceSpec, project: str,
                       managed: str = "Ansible managed") -> str:
     """The file; raises ComposeError when the plan cannot run as a compose service."""
-    fragment = compose_fragment([str(w) for w in plan["argv"]], dict(plan.get("env") or {}),
-                                dict(plan["decisions"]), spec)
+    fragment = compose_fragment([str(w) for w in plan.argv], plan.env, plan.decisions, spec)
     lines = [
         f"# {_one_line(managed)}",
         f"# llamafleet.llamacpp.llama_server: instance {name} of compose project {project}",
         "# The command below was planned by llamafleet.llamacpp.llama_server_plan; why:",
     ]
-    lines += note_comments(plan.get("notes") or (), plan.get("plan_warnings") or ())
+    lines += note_comments(plan.notes, plan.warnings)
     return "\n".join([*lines, *yaml_lines(fragment)]) + "\n"
 
 
-def note_comments(notes: Sequence[Mapping], warnings: Sequence[Mapping]) -> list[str]:
-    lines = [f"# [{_one_line(note['id'])}] {_one_line(note['text'])}" for note in notes]
-    return lines + [f"# warning [{_one_line(note['id'])}] {_one_line(note['text'])}" for note in warnings]
+def note_comments(notes: Sequence[Note], warnings: Sequence[Note]) -> list[str]:
+    lines = [f"# [{_one_line(note.id)}] {_one_line(note.text)}" for note in notes]
+    return lines + [f"# warning [{_one_line(note.id)}] {_one_line(note.text)}" for note in warnings]

@@ -24,6 +24,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.engin
     CONTAINER_NO_CONFIG_MOUNTS,
     NO_CONFIG_HOME,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.planner import Decisions
 
 # Where the key is mounted: compose puts a secret with a relative target in /run/secrets.
 SECRET_TARGET = "llama-api-key"
@@ -123,17 +124,15 @@ def container_gpu_env(reservation: Sequence[Mapping]) -> dict[str, str | None]:
     return {**CUDA_ORDER, "CUDA_VISIBLE_DEVICES": renumbered}
 
 
-def health_url(decisions: Mapping) -> str:
-    """The URL of /health as seen from inside the container: with host networking, the host's own.
-
-    ``decisions`` is the plan's (planner.Decisions.as_dict()): the address and port are the plan's.
-    """
-    if decisions.get("health_unix_socket"):
+def health_url(decisions: Decisions) -> str:
+    """The URL of /health as seen from inside the container: with host networking, the host's own (the plan's
+    address and port)."""
+    if decisions.health_unix_socket:
         raise ComposeError(
-            f"HOST={decisions.get('host')} is a unix socket: the compose runtime serves on TCP only (host "
+            f"HOST={decisions.host} is a unix socket: the compose runtime serves on TCP only (host "
             "networking); use an address such as 127.0.0.1"
         )
-    url = str(decisions.get("health_url") or "")
+    url = decisions.health_url
     if not url:
         raise ComposeError("the plan names no health URL (a plan from another version of the collection?)")
     return url
@@ -185,17 +184,18 @@ def container_environment(spec: ServiceSpec, plan_env: Mapping[str, str]) -> dic
     return service_environment_no_config(service_environment(spec, plan_env, reservation))
 
 
-def compose_fragment(argv: Sequence[str], plan_env: Mapping[str, str], decisions: Mapping, spec: ServiceSpec) -> dict:
+def compose_fragment(argv: Sequence[str], plan_env: Mapping[str, str], decisions: Decisions,
+                     spec: ServiceSpec) -> dict:
     """The compose file of one instance: ``services`` (one) and, with a key, ``secrets``.
 
-    ``decisions`` are the plan's (planner.Decisions.as_dict()): where it listens, its slot directory, its key
-    file; nothing is read back from ``argv``, which becomes the command as it is.
+    ``decisions`` are the plan's: where it listens, its key file; nothing is read back from ``argv``, which
+    becomes the command as it is.
     """
     _check(spec)
     if len(argv) < 2:
         raise ComposeError(f"instance {spec.name}: the plan has no command line (an external preset?)")
     reservation = gpu_reservation(spec.gpus, spec.gpu_selection)
-    if spec.key_file and decisions.get("api_key_file") != SECRET_PATH:
+    if spec.key_file and decisions.api_key_file != SECRET_PATH:
         raise ComposeError(
             f"instance {spec.name}: the engine must read its key from {SECRET_PATH} (--api-key-file); an engine "
             "without --api-key-file would need the key in the container's environment, which docker inspect shows"

@@ -1,8 +1,8 @@
 """A planned instance as the files of its systemd runtime: the unit, its credential files, what goes away.
 
-Pure; the instance step calls it with the plan module's result and the settings (``_layout/settings.py``). Every
-decision comes from the plan result (``decisions``, ``env``, ``api_key_via_env``, ``unset_environment``): nothing
-is re-read from argv or the preset.
+Pure; the instance step calls it with its ``Planned`` (the planner's ``Plan`` and what the probes saw) and the
+settings (``_layout/settings.py``). Every decision comes from the plan (``decisions``, ``env``, ``api_key_via_env``)
+and the probes (``unset_environment``, the GPUs listed): nothing is re-read from argv or the preset.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import paths_of
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.engine_inputs import NO_CONFIG_HOME
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.planned import Planned
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_unit import UnitSpec, render_unit
 
 MANAGED = "Ansible managed"
@@ -31,38 +32,39 @@ def _word_true(word: str) -> bool:
     return str(word).strip().lower() in ("1", "true", "yes", "on")
 
 
-def uses_nvidia(plan: Mapping, setting: str) -> bool:
+def uses_nvidia(planned: Planned, setting: str) -> bool:
     """The NVIDIA device rules (or, for compose, a GPU reservation): ``auto`` when the plan saw NVIDIA GPUs."""
     if str(setting).strip().lower() == "auto":
-        return bool((plan.get("facts") or {}).get("gpus"))
+        return planned.gpus_listed
     return _word_true(setting)
 
 
-def render_instance(name: str, plan: Mapping, settings: Mapping, environment: Mapping[str, str],
+def render_instance(name: str, planned: Planned, settings: Mapping, environment: Mapping[str, str],
                     has_key: bool) -> RenderedInstance:
-    """The unit text and credential files of a (non-external) plan result; ``environment`` is the service's."""
+    """The unit text and credential files of a (non-external) plan; ``environment`` is the service's."""
     paths = paths_of(name, settings)
-    decisions = plan["decisions"]
-    via_env = bool(plan.get("api_key_via_env"))
+    plan = planned.plan
+    decisions = plan.decisions
+    via_env = plan.api_key_via_env
     # The plan's variables win over the user's: it already took the user's into account.
     unit_environment = {str(k): "" if v is None else str(v) for k, v in environment.items()}
-    unit_environment.update({str(k): str(v) for k, v in (plan.get("env") or {}).items()})
+    unit_environment.update({str(k): str(v) for k, v in plan.env.items()})
     spec = UnitSpec(
         instance=name,
-        argv=list(plan["argv"]),
+        argv=list(plan.argv),
         user=settings["user"],
         group=settings["group"],
         home_dir=paths.home_dir,
         environment=unit_environment,
-        unset_environment=tuple(plan.get("unset_environment") or ()),
+        unset_environment=tuple(planned.unset_environment),
         key_file=paths.key_file if has_key and not via_env else "",
         env_file=paths.env_file if has_key and via_env else "",
-        slot_dir=str(decisions.get("slot_dir") or ""),
-        slot_persist=bool(decisions.get("slot_persist")),
-        loopback_only=bool(decisions.get("loopback_only")),
-        nvidia=uses_nvidia(plan, settings["nvidia"]),
-        notes=tuple(plan.get("notes") or ()),
-        warnings=tuple(plan.get("plan_warnings") or ()),
+        slot_dir=decisions.slot_dir,
+        slot_persist=decisions.slot_persist,
+        loopback_only=decisions.loopback_only,
+        nvidia=uses_nvidia(planned, settings["nvidia"]),
+        notes=tuple(plan.notes),
+        warnings=tuple(plan.warnings),
         stop_timeout_s=settings["stop_timeout_s"],
         restart_sec=settings["restart_sec"],
         limit_nofile=settings["limit_nofile"],

@@ -16,6 +16,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.engin
     NO_CONFIG_HOME,
     SYSTEM_CONFIG_DIR,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.notes import Note
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_quoting import (
     UnitValueError,
     account_value,
@@ -65,8 +66,8 @@ class UnitSpec:
     slot_persist: bool = False
     loopback_only: bool = False
     nvidia: bool = False
-    notes: Sequence[Mapping] = ()
-    warnings: Sequence[Mapping] = ()
+    notes: Sequence[Note] = ()
+    warnings: Sequence[Note] = ()
     stop_timeout_s: int = 30
     restart_sec: int = 5
     limit_nofile: int = 65536
@@ -75,8 +76,8 @@ class UnitSpec:
 
 
 def _note_lines(spec: UnitSpec) -> list[str]:
-    lines = [f"# [{comment_text(n['id'])}] {comment_text(n['text'])}" for n in spec.notes]
-    lines += [f"# warning [{comment_text(n['id'])}] {comment_text(n['text'])}" for n in spec.warnings]
+    lines = [f"# [{comment_text(n.id)}] {comment_text(n.text)}" for n in spec.notes]
+    lines += [f"# warning [{comment_text(n.id)}] {comment_text(n.text)}" for n in spec.warnings]
     return lines
 
 

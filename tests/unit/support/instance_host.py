@@ -1,4 +1,4 @@
-"""A stand-in host for the instance step's tests: a recorded planner, one systemd unit and its engine.
+"""A stand-in host for the instance step's tests: the real planner on fixture facts, one systemd unit and its engine.
 
 The real systemd, journal and engine are exercised by the molecule scenarios (default, interrupted, rollback,
 start-limit, props, secrets) and the compose runtime by molecule compose on a real Docker engine; here the unit's
@@ -14,12 +14,18 @@ import json
 import os
 import pwd
 import shlex
+from pathlib import Path
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils import planner
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import step as step_module
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import systemd as systemd_module
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.planning import PlanOutcome
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.running_state import UnitState
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import defaults
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_request import PlanOutcome
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import HostFacts
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.planned import Planned
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_host import ProbeOptions
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_quoting import exec_start
 
 ME = pwd.getpwuid(os.getuid()).pw_name
 MY_GROUP = grp.getgrgid(os.getgid()).gr_name
@@ -27,23 +33,24 @@ ENGINE = "/opt/e/llama-server"
 MODEL = "/m/a.gguf"
 
 
-def recorded_plan(params: dict) -> dict:
-    """What llama_server_plan returns for these options: the preset's CTX on the command line, its NOTE as a note."""
-    preset = params["preset"]
-    argv = [params["bin"] or ENGINE, "-m", MODEL, "-c", str(preset.get("CTX", "4096")), "--host", "127.0.0.1",
-            "--port", "8080"]
-    if params["api_key_file"]:
-        argv += ["--api-key-file", params["api_key_file"]]
-    return {
-        "argv": argv, "exec_start": " ".join(argv), "env": {}, "refusal": None, "external": False,
-        "notes": [{"id": "note.test", "text": str(preset.get("NOTE", "as planned"))}], "plan_warnings": [],
-        "api_key_via_env": False, "unset_environment": [], "preflight": None,
-        "decisions": {"host": "127.0.0.1", "port": "8080", "loopback_only": True, "slot_dir": "",
-                      "slot_persist": False, "health_url": "http://127.0.0.1:8080/health",
-                      "health_unix_socket": "", "api_key_file": params["api_key_file"],
-                      "expect": {"ctx": int(preset.get("CTX", "4096")), "slots": 1, "model_path": MODEL}},
-        "facts": {"model": MODEL, "model_bytes": 1000, "ram_avail_mib": 100, "gpus": []},
-    }
+HELP = (Path(__file__).resolve().parents[1] / "fixtures" / "engine" / "llama-server-11434.0.0-cpu.help.txt").read_text()
+# What the probes would have seen (the module's facts): the model file, its size, the free RAM, no GPU.
+PROBED = {"model": MODEL, "model_bytes": 1000, "ram_avail_mib": 100, "gpus": []}
+
+
+def fixture_plan(options: ProbeOptions) -> PlanOutcome:
+    """The real planner on fixture facts (the captured --help of llama-server b11434, CPU build; a model file at
+    MODEL; 100 MiB free): what the planning request returns, without probing a host."""
+    facts = HostFacts(help=HELP, bin=options.bin, model=MODEL, api_key_file=options.api_key_file,
+                      user_env=dict(options.environment), ram_avail_mib=PROBED["ram_avail_mib"])
+    plan = planner.plan(options.preset, facts)
+    planned = Planned(plan, facts=dict(PROBED), exec_start=exec_start(plan.argv) if plan.argv else "")
+    return PlanOutcome(planned.result(), planned=planned)
+
+
+def preset(ctx: str = "4096", **more) -> dict:
+    """A preset of the stand-in host's model that listens on the loopback, as the tests deploy it."""
+    return {"MODEL": "a.gguf", "CTX": ctx, "HOST": "127.0.0.1", "PORT": "8080", **more}
 
 
 def settings_for(tmp_path, **change) -> dict:
@@ -56,7 +63,7 @@ def settings_for(tmp_path, **change) -> dict:
 class Systemd:
     """One unit: what is on disk at each restart becomes what runs. ``calls`` records every command."""
 
-    def __init__(self, tmp_path, monkeypatch, planned=recorded_plan):
+    def __init__(self, tmp_path, monkeypatch, planned=fixture_plan):
         self.tmp = tmp_path
         self.state = UnitState(load_state="not-found", active_state="inactive", sub_state="dead")
         self.calls: list[list[str]] = []
@@ -65,11 +72,11 @@ class Systemd:
         self.plans = 0
         self.next_pid = 100
 
-        def plan(params, check_mode):
+        def plan(options, **_kwargs):
             self.plans += 1
-            return PlanOutcome(planned(dict(params)))
+            return planned(options)
 
-        monkeypatch.setattr(step_module, "plan_from_params", plan)
+        monkeypatch.setattr(step_module, "plan_launch", plan)
         monkeypatch.setattr(systemd_module, "unit_path", lambda name, unit_dir: str(tmp_path / f"{name}.service"))
         monkeypatch.setattr(systemd_module, "read_unit_state", lambda run, unit: self.state)
         monkeypatch.setattr(systemd_module, "journal_tail", lambda run, unit, lines, since="": ["error: bad", "exit 1"])
@@ -128,7 +135,7 @@ class Docker:
     IMAGE_ENV = ("PATH=/usr/bin", "LLAMA_ARG_HOST=0.0.0.0")
     CONFIG_HASH = "com.docker.compose.config-hash"
 
-    def __init__(self, tmp_path, monkeypatch, planned=recorded_plan):
+    def __init__(self, tmp_path, monkeypatch, planned=fixture_plan):
         self.tmp = tmp_path
         self.image_id = "sha256:1111"
         self.containers: dict[str, dict] = {}
@@ -137,10 +144,7 @@ class Docker:
         self.config_refuses = ""
         self.next_id = 1
 
-        def plan(params, check_mode):
-            return PlanOutcome(planned(dict(params)))
-
-        monkeypatch.setattr(step_module, "plan_from_params", plan)
+        monkeypatch.setattr(step_module, "plan_launch", lambda options, **_kwargs: planned(options))
         monkeypatch.setattr(step_module, "http_get", lambda url, sock, timeout: (200 if self.running() else -1, b""))
         monkeypatch.setattr(step_module, "read_props", lambda url, sock, headers=None: self.props())
         monkeypatch.setattr(step_module, "wait_healthy", lambda url, sock, **_kw: (200, "") if self.running()

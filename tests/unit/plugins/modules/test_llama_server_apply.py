@@ -10,7 +10,7 @@ import json
 import pytest
 
 from ansible_collections.llamafleet.llamacpp.plugins.modules import llama_server_apply as apply
-from tests.unit.support.instance_host import ENGINE, Systemd, settings_for
+from tests.unit.support.instance_host import ENGINE, Systemd, preset, settings_for
 from tests.unit.support.module_runner import run_module
 
 KEY = "k-apply-secret"
@@ -23,8 +23,8 @@ def systemd(tmp_path, monkeypatch):
     return host
 
 
-def args(tmp_path, ctx="4096", note="as planned", **more):
-    return {"name": "main", "preset": {"CTX": ctx, "NOTE": note}, "engine": ENGINE, "api_key": KEY,
+def args(tmp_path, ctx="4096", **more):
+    return {"name": "main", "preset": preset(ctx), "engine": ENGINE, "api_key": KEY,
             "settings": settings_for(tmp_path), **more}
 
 
@@ -56,11 +56,13 @@ def test_an_engine_running_another_argv_is_restarted_though_the_files_are_right(
 
 
 def test_a_change_of_comments_only_is_written_and_restarts_nothing(systemd, tmp_path, capsys):
-    run_module(apply.main, args(tmp_path, ctx="4096", note="CTX 4k is 4096"), capsys)
+    # "4k" is read as 4096: the same command line, and a note that says so in the unit's comments.
+    run_module(apply.main, args(tmp_path, ctx="4k"), capsys)
     pid = systemd.state.main_pid
     before = systemd.unit_file.read_text()
+    assert "# [preset.normalised] CTX=4k read as 4096" in before
     systemd.calls.clear()
-    result = run_module(apply.main, args(tmp_path, ctx="4096", note="CTX 4096"), capsys)
+    result = run_module(apply.main, args(tmp_path, ctx="4096"), capsys)
     assert (result["changed"], result["restarted"], result["reasons"]) == (True, False, [])
     assert result["rewritten"] == ["the unit file"]
     assert result["report"]["rewritten"] == ["the unit file"]
@@ -68,11 +70,11 @@ def test_a_change_of_comments_only_is_written_and_restarts_nothing(systemd, tmp_
     assert systemd.state.main_pid == pid
     after = systemd.unit_file.read_text()
     assert after != before
-    assert "# [note.test] CTX 4096" in after
+    assert "preset.normalised" not in after
     # The verified copy follows, so the judge finds the host current afterwards.
     copy = (tmp_path / "etc" / "last-good" / "main" / str(systemd.unit_file).strip("/").replace("/", "%"))
     assert copy.read_text() == after
-    assert run_module(apply.main, args(tmp_path, note="CTX 4096"), capsys)["changed"] is False
+    assert run_module(apply.main, args(tmp_path, ctx="4096"), capsys)["changed"] is False
 
 
 def test_a_changed_value_restarts(systemd, tmp_path, capsys):
@@ -128,16 +130,8 @@ def test_check_mode_previews_and_changes_nothing(systemd, tmp_path, capsys):
     assert KEY not in json.dumps(result)
 
 
-def test_an_open_server_without_a_key_is_refused_before_anything_changes(systemd, tmp_path, capsys, monkeypatch):
-    from tests.unit.support import instance_host  # noqa: PLC0415
-
-    def open_plan(params):
-        plan = instance_host.recorded_plan(params)
-        plan["decisions"].update(host="0.0.0.0", loopback_only=False)
-        return plan
-
-    Systemd(tmp_path, monkeypatch, planned=open_plan)
-    result = run_module(apply.main, args(tmp_path, api_key=""), capsys)
+def test_an_open_server_without_a_key_is_refused_before_anything_changes(systemd, tmp_path, capsys):
+    result = run_module(apply.main, args(tmp_path, api_key="", preset=preset(HOST="0.0.0.0")), capsys)
     assert result["failed"] is True
     assert "beyond loopback" in result["msg"]
     assert result["report"]["state"] == "failed"

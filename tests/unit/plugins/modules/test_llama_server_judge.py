@@ -142,12 +142,12 @@ def test_each_shared_part_the_role_would_change_is_named(host, capsys, change, e
 
 def test_a_failing_plan_or_an_open_server_is_work_not_a_failure(host, capsys, monkeypatch):
     from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import step  # noqa: PLC0415
-    from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_request import (  # noqa: PLC0415
+    from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.planning import (  # noqa: PLC0415
         PlanOutcome,
     )
 
-    monkeypatch.setattr(step, "plan_from_params",
-                        lambda params, check_mode: PlanOutcome({}, failure="KV_TYPE='q9' is not valid\nmore"))
+    monkeypatch.setattr(step, "plan_launch",
+                        lambda options, **_kwargs: PlanOutcome({}, failure="KV_TYPE='q9' is not valid\nmore"))
     result = run_module(judge_module.main, args(host), capsys)
     assert (result.get("failed"), result["current"]) == (None, False)
     assert result["why"] == ["instance main: it cannot be deployed as planned (KV_TYPE='q9' is not valid)"]

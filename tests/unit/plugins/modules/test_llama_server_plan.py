@@ -3,7 +3,7 @@ in tests/integration/test_plan_module_real.py."""
 
 import json
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes import plan_request
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import planning
 from ansible_collections.llamafleet.llamacpp.plugins.modules import llama_server_plan
 from tests.unit.support.module_runner import run_module
 from tests.unit.support.paths import FIXTURES
@@ -47,11 +47,11 @@ def test_refusals_name_the_key(capsys):
 def test_the_previous_state_file_gives_the_stable_ram_reading(tmp_path):
     state = tmp_path / "instance-main.json"
     state.write_text('{\n    "ram_avail_mib": 5000\n}\n')
-    assert plan_request.previous_ram_avail(str(state)) == 5000
+    assert planning.previous_ram_avail(str(state)) == 5000
     state.write_text("not json")
-    assert plan_request.previous_ram_avail(str(state)) == 0
-    assert plan_request.previous_ram_avail(str(tmp_path / "none.json")) == 0
-    assert plan_request.previous_ram_avail(None) == 0
+    assert planning.previous_ram_avail(str(state)) == 0
+    assert planning.previous_ram_avail(str(tmp_path / "none.json")) == 0
+    assert planning.previous_ram_avail(None) == 0
 
 
 def test_the_plan_module_alone_refuses_what_the_role_refuses(capsys):

@@ -15,7 +15,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.comp
     container_state,
     docker_environment,
 )
-from tests.unit.support.instance_host import Docker, settings_for
+from tests.unit.support.instance_host import Docker, preset, settings_for
 
 KEY = "k-compose-secret"
 
@@ -25,8 +25,8 @@ def docker(tmp_path, monkeypatch):
     return Docker(tmp_path, monkeypatch)
 
 
-def apply(docker, tmp_path, ctx="4096", note="as planned", *, key=KEY, check_mode=False, **more):
-    params = {"name": "main", "preset": {"CTX": ctx, "NOTE": note}, "engine": "", "api_key": key,
+def apply(docker, tmp_path, ctx="4096", *, key=KEY, check_mode=False, **more):
+    params = {"name": "main", "preset": preset(ctx), "engine": "", "api_key": key,
               "settings": settings_for(tmp_path, **{"runtime": "compose", "image": Docker.IMAGE, **more})}
     outcome = instance.apply(params, docker.run, docker.run, check_mode=check_mode, diff=True)
     return {**outcome.result, "failure": outcome.failure}
@@ -55,12 +55,14 @@ def test_first_deployment_then_a_no_op(docker, tmp_path):
 
 
 def test_a_change_of_comments_only_is_written_and_recreates_nothing(docker, tmp_path):
-    apply(docker, tmp_path, note="CTX 4k is 4096")
+    # "4k" is read as 4096: the same command, and a note that says so in the file's comments.
+    apply(docker, tmp_path, ctx="4k")
+    assert "# [preset.normalised] CTX=4k read as 4096" in compose_file(tmp_path).read_text()
     container = docker.container()["Id"]
     docker.calls.clear()
-    result = apply(docker, tmp_path, note="CTX 4096")
+    result = apply(docker, tmp_path, ctx="4096")
     assert (result["changed"], result["restarted"], result["rewritten"]) == (True, False, ["the compose file"])
-    assert "# [note.test] CTX 4096" in compose_file(tmp_path).read_text()
+    assert "preset.normalised" not in compose_file(tmp_path).read_text()
     assert docker.container()["Id"] == container
     assert "compose up" not in docker.verbs()
     assert "compose config" not in docker.verbs()

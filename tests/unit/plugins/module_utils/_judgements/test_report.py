@@ -1,12 +1,16 @@
 """An instance's report row (report.py): what runs comes from the apply result, what was planned from the plan."""
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.report import early_entry, report_entry
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.expectations import Expectations
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.notes import Note
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.planned import Planned
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.planner import Decisions, Plan
 
-PLAN = {
-    "facts": {"model": "/m/gemma.gguf", "gpus": [{}, {}], "vram_mib": 48000, "ram_mib": 64000},
-    "decisions": {"host": "0.0.0.0", "port": "8080", "expect": {"ctx": 8192, "ngl": "auto", "cache_ram": "0"}},
-    "notes": [{"id": "a"}, {"id": "b"}],
-}
+PLAN = Planned(
+    Plan(argv=["/e/llama-server"], notes=[Note("a", ""), Note("b", "")],
+         decisions=Decisions(host="0.0.0.0", port="8080", expect=Expectations(ctx=8192, ngl="auto", cache_ram="0"))),
+    facts={"model": "/m/gemma.gguf", "gpus": [{}, {}], "vram_mib": 48000, "ram_mib": 64000},
+)
 
 
 def test_a_deployed_row_shows_what_runs():
@@ -31,7 +35,7 @@ def test_a_failed_row_shows_what_still_runs_and_why():
 def test_no_props_no_context():
     row = report_entry("main", PLAN, {"state": "previewed", "would_restart": True}, "u")
     assert (row["ctx"], row["would_restart"], row["restarted"]) == ("", True, False)
-    assert report_entry("main", {}, {}, "u")["state"] == "failed"
+    assert report_entry("main", Planned(Plan(argv=[])), {}, "u")["state"] == "failed"
 
 
 def test_early_rows():

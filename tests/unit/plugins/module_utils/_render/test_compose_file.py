@@ -5,12 +5,14 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.notes import Note
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.compose_file import (
     compose_file_text,
     note_comments,
     yaml_lines,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.compose_service import ServiceSpec
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils.planner import Decisions, Plan
 
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.text())
 KEYS = st.one_of(st.text(min_size=1), st.sampled_from(["on", "Yes", "n", "1", "image", "io.llamafleet.x", "- a",
@@ -64,9 +66,9 @@ def test_a_value_of_another_kind_is_refused():
 
 
 def test_the_file_has_the_notes_as_comments_then_the_service():
-    plan = {"argv": ["/app/llama-server", "-m", "/m/a.gguf", "--host", "127.0.0.1", "--port", "8080"], "env": {},
-            "decisions": {"health_url": "http://127.0.0.1:8080/health"},
-            "notes": [{"id": "n.1", "text": "two\\nlines"}], "plan_warnings": [{"id": "w.1", "text": "careful"}]}
+    plan = Plan(argv=["/app/llama-server", "-m", "/m/a.gguf", "--host", "127.0.0.1", "--port", "8080"],
+                decisions=Decisions(health_url="http://127.0.0.1:8080/health"),
+                notes=[Note("n.1", "two\\nlines")], warnings=[Note("w.1", "careful")])
     spec = ServiceSpec(name="main", image="llama:cpu", user="999:999", model_dirs=("/m",))
     text = compose_file_text("main", plan, spec, "llamafleet")
     assert text.splitlines()[:5] == [
@@ -79,5 +81,5 @@ def test_the_file_has_the_notes_as_comments_then_the_service():
 
 
 def test_a_note_is_one_ascii_comment_line_whatever_it_holds():
-    lines = note_comments([{"id": "n.1", "text": "a\rb\x1b[31m caf\u00e9\u2028x \\ \"q\""}], [])
+    lines = note_comments([Note("n.1", "a\rb\x1b[31m caf\u00e9\u2028x \\ \"q\"")], [])
     assert lines == ['# [n.1] a b\\u001b[31m caf\\u00e9 x \\ "q"']

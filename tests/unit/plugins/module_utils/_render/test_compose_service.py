@@ -29,9 +29,9 @@ def planned(preset: dict, **facts) -> planner.Plan:
 
 
 PLAN = planned({"HOST": "127.0.0.1", "PORT": "8081", "CTX": "4096"})
-ARGV, DECISIONS = PLAN.argv, PLAN.decisions.as_dict()
+ARGV, DECISIONS = PLAN.argv, PLAN.decisions
 KEYED_PLAN = planned({"HOST": "127.0.0.1", "PORT": "8081", "CTX": "4096"}, api_key_file=SECRET_PATH)
-KEYED_ARGV, KEYED_DECISIONS = KEYED_PLAN.argv, KEYED_PLAN.decisions.as_dict()
+KEYED_ARGV, KEYED_DECISIONS = KEYED_PLAN.argv, KEYED_PLAN.decisions
 SPEC = ServiceSpec(name="chat", image="llamafleet/llama-server:cpu", user="995:995", model_dirs=("/srv/models",))
 
 
@@ -169,23 +169,23 @@ def test_plan_environment_wins_over_the_users():
     ],
 )
 def test_health_url(host, port, url):
-    assert health_url(planned({"HOST": host, "PORT": port}).decisions.as_dict()) == url
+    assert health_url(planned({"HOST": host, "PORT": port}).decisions) == url
 
 
 def test_health_url_is_the_plans_even_when_extra_args_set_the_port():
-    decisions = planned({"HOST": "0.0.0.0", "PORT": "1", "EXTRA_ARGS": "--port 2"}).decisions.as_dict()
+    decisions = planned({"HOST": "0.0.0.0", "PORT": "1", "EXTRA_ARGS": "--port 2"}).decisions
     assert health_url(decisions) == "http://127.0.0.1:2/health"
 
 
 def test_health_url_defaults_are_lokis():
-    assert health_url(planned({}).decisions.as_dict()) == "http://127.0.0.1:8080/health"
+    assert health_url(planned({}).decisions) == "http://127.0.0.1:8080/health"
 
 
 @pytest.mark.parametrize(
     ("decisions", "message"),
     [
-        (planned({"HOST": "/run/llama/x.sock"}).decisions.as_dict(), "unix socket"),
-        ({}, "no health URL"),
+        (planned({"HOST": "/run/llama/x.sock"}).decisions, "unix socket"),
+        (planner.Decisions(), "no health URL"),
     ],
 )
 def test_health_url_refuses(decisions, message):

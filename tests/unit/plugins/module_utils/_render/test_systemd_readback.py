@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.notes import Note
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_quoting import UnitValueError
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_unit import (
     UnitRenderError,
@@ -28,7 +29,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.system
 BASE = UnitSpec(instance="main", argv=["/bin/true", "-m", "/m/a.gguf", "-c", "4096"], user="root", group="root",
                 home_dir="/var/lib/llamafleet/instances/main", key_file="/etc/llamafleet/credentials/main.key",
                 slot_dir="/var/lib/llamafleet/instances/main/slots", environment={"GGML_X": "1"},
-                notes=[{"id": "n.1", "text": "plain"}])
+                notes=[Note("n.1", "plain")])
 HOSTILE = [
     "\r", "\n", "\r\n", "a\rExecStartPre=+/bin/sh -c id\r#", "\nExecStartPre=/nonexistent\n", "x\\", "\\",
     "%", "%Z", "%%", "$HOME", "${HOME}", "$$", '"', "'", '\\"', "\\x41", "\t", " ", "", "#", ";", "\x0b\x0c",
@@ -38,7 +39,7 @@ HOSTILE = [
 FIELDS = {
     "argv": lambda text: {"argv": [*BASE.argv, "--alias", text]},
     "environment": lambda text: {"environment": {"GGML_X": text}},
-    "note": lambda text: {"notes": [{"id": "n.1", "text": text}]},
+    "note": lambda text: {"notes": [Note("n.1", text)]},
 }
 
 _LINE_END = re.compile(r"\r\n|\r|\n|\0")

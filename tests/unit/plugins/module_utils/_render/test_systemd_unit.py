@@ -8,6 +8,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.engin
     NO_CONFIG_HOME,
     SYSTEM_CONFIG_DIR,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.notes import Note
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_unit import (
     UnitRenderError,
     UnitSpec,
@@ -48,7 +49,7 @@ def lines(spec):
          ['Environment="CUDA_VISIBLE_DEVICES=0,1"', 'Environment="GGML_X=a b"'], []),
         ({"stop_timeout_s": 90, "restart_sec": 7, "limit_nofile": 1024, "protect_home": "read-only"},
          ["TimeoutStopSec=90", "RestartSec=7", "LimitNOFILE=1024", "ProtectHome=read-only"], []),
-        ({"notes": [{"id": "ctx.x", "text": "two\n  lines"}], "warnings": [{"id": "load.warn", "text": "w"}]},
+        ({"notes": [Note("ctx.x", "two\n  lines")], "warnings": [Note("load.warn", "w")]},
          ["# [ctx.x] two lines", "# warning [load.warn] w"], []),
     ],
 )
@@ -120,7 +121,7 @@ def test_a_percent_in_a_path_is_written_as_systemd_reads_it_back():
 
 
 def test_a_comment_holds_one_line_whatever_the_note_says():
-    got = render_unit(dataclasses.replace(BASE, notes=[{"id": "x\ny", "text": "a\rExecStartPre=/bin/sh\\"}]))
+    got = render_unit(dataclasses.replace(BASE, notes=[Note("x\ny", "a\rExecStartPre=/bin/sh\\")]))
     assert "# [x y] a ExecStartPre=/bin/sh\\." in got.splitlines()
     assert not any(line.startswith("ExecStartPre=/bin/sh") for line in got.splitlines())
 

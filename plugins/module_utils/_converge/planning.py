@@ -1,10 +1,7 @@
 # Copyright: (c) 2026, llamafleet maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""One planning request, as ``llama_server_plan`` takes it: options in, the module's result (or why not) out.
-
-The plan module and the host judge (``llama_server_host``, which plans every instance of a host in one run)
-both call ``plan_from_params``, so an instance is planned one way only.
-"""
+"""One planning request: ``llama_server_plan``'s options in, its result (or why not) out; and ``plan_launch``,
+which probes and plans one launch from typed options for the module and for the instance step alike."""
 
 from __future__ import annotations
 
@@ -24,13 +21,16 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts
     HostFacts,
     SplitDev,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.planned import Planned
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes import plan_options
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.docker import DockerAccess
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_host import (
     ProbeError,
     ProbeOptions,
-    check_port,
     probe_and_plan,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_host import (
+    check_port as check_port_owner,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_quoting import (
     UnitValueError,
@@ -51,6 +51,7 @@ class PlanOutcome:
     # Values to mask wherever they would be printed (a key found in the preset).
     secrets: list[str] = field(default_factory=list)
     exception: str = ""
+    planned: Planned | None = None  # the typed plan, when planning got that far
 
 
 class _Refused(Exception):
@@ -107,12 +108,8 @@ def previous_ram_avail(path: str | None) -> int:
     return value if isinstance(value, int) and value > 0 else 0
 
 
-def notes_out(notes) -> list[dict]:
-    return [n.as_dict() for n in notes]
-
-
 def with_defaults(request: Mapping) -> dict:
-    """A request given as a plain dict (the host judge's), completed with the plan module's defaults."""
+    """Options given as a plain dict (a test's, the GPU check's), completed with the plan module's defaults."""
     spec = plan_options.argument_spec()
     unknown = sorted(set(request) - set(spec))
     if unknown:
@@ -121,7 +118,7 @@ def with_defaults(request: Mapping) -> dict:
 
 
 def plan_from_params(params: Mapping, check_mode: bool) -> PlanOutcome:
-    """Probe and plan, as the plan module does with these options; never raises for bad input."""
+    """llama_server_plan: read and check its options, then probe and plan; never raises for bad input."""
     secrets: list[str] = []
     try:
         preset = read_preset(params)
@@ -134,75 +131,76 @@ def plan_from_params(params: Mapping, check_mode: bool) -> PlanOutcome:
     errors = plan_option_errors(params, preset)
     if errors:
         return PlanOutcome({"changed": False}, failure="; ".join(errors), secrets=secrets)
-    result = {"changed": False, "port_conflict": "", "engine_runs": 0, "unset_environment": []}
-    try:
-        plan, probed, warnings, preflight = _planned(params, preset, check_mode, result)
-    except (ProbeError, planner.PlanError, planner.PresetError, ValueError, TypeError) as err:
-        return PlanOutcome(result, failure=str(err), secrets=secrets)
-    except Exception as err:  # report probe bugs as a failed task with the traceback attached
-        return PlanOutcome({}, failure=f"llama_server_plan: unexpected error: {err}", secrets=secrets,
-                           exception=traceback.format_exc())
-
-    try:
-        quoted = exec_start(plan.argv) if plan.argv else ""
-    except UnitValueError as err:
-        return PlanOutcome({}, failure=f"the planned command line cannot be written into a unit: {err}",
-                           secrets=secrets)
-
-    warnings += [f"[{note.id}] {note.text}" for note in plan.warnings]
-    result.update(
-        argv=plan.argv,
-        exec_start=quoted,
-        env=plan.env,
-        notes=notes_out(plan.notes),
-        plan_warnings=notes_out(plan.warnings),
-        refusal=plan.refusal.as_dict() if plan.refusal else None,
-        external=plan.external,
-        api_key_via_env=plan.api_key_via_env,
-        slot_dir=plan.decisions.slot_dir,
-        decisions=plan.decisions.as_dict(),
-        memory=plan.memory.as_dict(),
-        preflight=preflight.as_dict() if preflight else None,
-        facts=probed,
-    )
-    return PlanOutcome(result, failure=_failure(plan, preflight, result, params), warnings=warnings,
-                       secrets=secrets)
+    outcome = plan_launch(options_from_params(params, preset, check_mode), check_port=params["check_port"],
+                          fail_on_refusal=params["fail_on_refusal"], host_facts=params["host_facts"])
+    outcome.secrets = secrets
+    return outcome
 
 
-def _planned(params: Mapping, preset: dict, check_mode: bool, result: dict):
-    """(plan, what was probed, warnings, preflight) from the given facts, or from the host's probes."""
-    if params["host_facts"] is not None:
-        return planner.plan(preset, facts_from_dict(params["host_facts"])), {"source": "host_facts"}, [], None
+def options_from_params(params: Mapping, preset: dict, check_mode: bool) -> ProbeOptions:
+    """What the probes take, from the module's options."""
     in_image = bool(params["engine_image"])
     unit = params["unit"] or (unit_name(params["instance"]) if params["instance"] and not in_image else "")
-    probe = probe_and_plan(
-        ProbeOptions(
-            **plan_options.copied_fields(params),
-            preset=preset,
-            bin=params["bin"] or (IMAGE_DEFAULT_BIN if in_image else ""),
-            environment={str(k): "" if v is None else str(v) for k, v in (params["environment"] or {}).items()},
-            unit=unit,
-            slot_dir=params["slot_dir"] or "",
-            cache_dir=params["cache_dir"] or "",
-            write_cache=not check_mode,
-            stable_ram_avail_mib=params["stable_ram_avail_mib"] or previous_ram_avail(params["state_file"]),
-            docker=DockerAccess(cli=params["docker_cli"], host=params["docker_host"]),
-        )
+    return ProbeOptions(
+        **plan_options.copied_fields(params),
+        preset=preset,
+        bin=params["bin"] or (IMAGE_DEFAULT_BIN if in_image else ""),
+        environment={str(k): "" if v is None else str(v) for k, v in (params["environment"] or {}).items()},
+        unit=unit,
+        slot_dir=params["slot_dir"] or "",
+        cache_dir=params["cache_dir"] or "",
+        write_cache=not check_mode,
+        stable_ram_avail_mib=params["stable_ram_avail_mib"] or previous_ram_avail(params["state_file"]),
+        docker=DockerAccess(cli=params["docker_cli"], host=params["docker_host"]),
     )
-    result["unset_environment"] = probe.unset_environment
-    result["engine_runs"] = probe.engine_runs
-    if params["check_port"] and not probe.plan.external:
-        result["port_conflict"] = check_port(probe.plan, unit, own_container=probe.container.id)
-    return probe.plan, probe.probed, list(probe.warnings), probe.preflight
 
 
-def _failure(plan: planner.Plan, preflight, result: Mapping, params: Mapping) -> str:
+def plan_launch(options: ProbeOptions, *, check_port: bool = True, fail_on_refusal: bool = True,
+                host_facts: Mapping | None = None) -> PlanOutcome:
+    """Probe the host and plan one launch (with ``host_facts``, plan from them instead): the typed ``Planned``
+    and the module's result fields, or why not. Never raises for bad input. The plan module and the instance step
+    both plan through here, so a launch is planned one way only."""
+    result = {"changed": False, "port_conflict": "", "engine_runs": 0, "unset_environment": []}
+    try:
+        planned, preflight, warnings = _probe(options, check_port, host_facts)
+    except (ProbeError, planner.PlanError, planner.PresetError, ValueError, TypeError) as err:
+        return PlanOutcome(result, failure=str(err))
+    except Exception as err:  # report probe bugs as a failed task with the traceback attached
+        return PlanOutcome({}, failure=f"llama_server_plan: unexpected error: {err}",
+                           exception=traceback.format_exc())
+    try:
+        planned = dataclasses.replace(planned, exec_start=exec_start(planned.plan.argv) if planned.plan.argv else "")
+    except UnitValueError as err:
+        return PlanOutcome({}, failure=f"the planned command line cannot be written into a unit: {err}")
+    warnings += [f"[{note.id}] {note.text}" for note in planned.plan.warnings]
+    return PlanOutcome(planned.result(), failure=_failure(planned, preflight, fail_on_refusal), warnings=warnings,
+                       planned=planned)
+
+
+def _probe(options: ProbeOptions, check_port: bool, host_facts: Mapping | None):
+    """(the plan with what the probes saw, the engine's parser's answer, warnings), from the given facts or from
+    the host's probes."""
+    if host_facts is not None:
+        plan = planner.plan(options.preset, facts_from_dict(dict(host_facts)))
+        return Planned(plan, facts={"source": "host_facts"}), None, []
+    probe = probe_and_plan(options)
+    conflict = ""
+    if check_port and not probe.plan.external:
+        conflict = check_port_owner(probe.plan, options.unit, own_container=probe.container.id)
+    planned = Planned(probe.plan, facts=probe.probed, unset_environment=tuple(probe.unset_environment),
+                      preflight=probe.preflight.as_dict() if probe.preflight else None, port_conflict=conflict,
+                      engine_runs=probe.engine_runs)
+    return planned, probe.preflight, list(probe.warnings)
+
+
+def _failure(planned: Planned, preflight, fail_on_refusal: bool) -> str:
     """Why the plan may not go on: the engine's parser refused it, a foreign listener, the load guard."""
     if preflight is not None and not preflight.passed:
         return ("the engine refused the planned command line (its own parser, before anything on the host "
                 f"changed): {preflight.engine_says}")
-    if result["port_conflict"]:
-        return result["port_conflict"]
-    if plan.refusal and params["fail_on_refusal"]:
-        return f"[{plan.refusal.id}] {plan.refusal.text}"
+    if planned.port_conflict:
+        return planned.port_conflict
+    refusal = planned.plan.refusal
+    if refusal and fail_on_refusal:
+        return f"[{refusal.id}] {refusal.text}"
     return ""
