@@ -13,8 +13,8 @@ import copy
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.llamafleet.llamacpp.plugins.filter.fleet_summary import fleet_summary_markdown
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.files import read_bytes, write_atomically
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.fleet_summary import fleet_summary_markdown
 
 ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},

@@ -30,15 +30,15 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.step
     RenderError,
     StepError,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.running_state import (
-    UnitState,
-    container_reasons,
-    parse_deleted_maps,
-)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.running_state import container_reasons
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import container_name, paths_of
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.planned import Planned
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.files import read_bytes
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.service import Runner
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._readings.unit_state import (
+    UnitState,
+    parse_deleted_maps,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.compose_file import compose_file_text
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.compose_service import (
     ComposeError,

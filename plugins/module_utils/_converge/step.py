@@ -49,7 +49,6 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.re
     report_entry,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.running_state import (
-    UnitState,
     argv_matches,
     first_difference,
 )
@@ -74,6 +73,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.servic
     read_props,
     wait_healthy,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._readings.unit_state import UnitState
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.compose_service import SECRET_PATH
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.instance_request import (
     health_timeout_s,

@@ -19,7 +19,6 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.step
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.running_state import (
     MAX_INTERPRETER_WORDS,
-    UnitState,
     restart_reasons,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import UNIT_DIR, unit_name, unit_path
@@ -29,6 +28,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.servic
     journal_tail,
     read_unit_state,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._readings.unit_state import UnitState
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.instance_request import credential_content
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_instance import render_instance
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_unit import UnitRenderError

@@ -1,6 +1,6 @@
 """Readings of a running instance: its unit (systemctl show), its main process (/proc), its HTTP answers.
 
-Thin I/O for the apply step; the decisions are in ``_apply/running_state.py`` and ``_planner/expectations.py``.
+Thin I/O for the apply step; the decisions are in ``_judgements/running_state.py`` and ``_planner/expectations.py``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.running_state import (
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._readings.unit_state import (
     SHOW_PROPERTIES,
     UnitState,
     parse_cmdline,

@@ -20,11 +20,11 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils import planner
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import step as step_module
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import systemd as systemd_module
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.planning import PlanOutcome
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.running_state import UnitState
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import defaults
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import HostFacts
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.planned import Planned
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_host import ProbeOptions
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._readings.unit_state import UnitState
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_quoting import exec_start
 
 ME = pwd.getpwuid(os.getuid()).pw_name

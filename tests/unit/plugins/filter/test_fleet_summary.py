@@ -3,10 +3,10 @@
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llamafleet.llamacpp.plugins.filter.fleet_summary import (
+from ansible_collections.llamafleet.llamacpp.plugins.filter.fleet_summary import FilterModule
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.fleet_summary import (
     COLUMNS,
     KEYS,
-    FilterModule,
     fleet_summary_markdown,
     fleet_summary_rows,
 )

@@ -26,10 +26,10 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts
 from tests.unit.support.helptexts import NEW_ENGINE, OLD_ENGINE
 
 MODULE_DIR = pathlib.Path(planner.__file__).resolve().parent
-# The layout is the rule: everything under _planner/, _render/ and _judgements/ is pure, and so is the planner façade;
-# the I/O lives in _probes/ (readings) and _converge/ (the apply step and the host judge). The public façades
-# are the only files at the top.
-PURE_PACKAGES = ("_planner", "_render", "_judgements", "_layout", "_inputs", "_gateway", "_placement")
+# The layout is the rule: everything under the pure packages below is pure, and so is the planner façade; the I/O
+# lives in _probes/ (readings) and _converge/ (the apply step and the host judge). The public façades are the only
+# files at the top.
+PURE_PACKAGES = ("_planner", "_render", "_judgements", "_layout", "_inputs", "_gateway", "_placement", "_readings")
 IO_PACKAGES = ("_probes", "_converge")
 FACADES = {"planner.py", "gguf_meta.py", "fleet_placement.py"}
 PURE_MODULES = sorted(

@@ -11,8 +11,8 @@ import pytest
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import host_judge, instance
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.models import write_marker
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.running_state import UnitState
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.model_markers import identity, marker_path
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._readings.unit_state import UnitState
 from ansible_collections.llamafleet.llamacpp.plugins.modules import llama_server_judge as judge_module
 from tests.unit.support.instance_host import ME, MY_GROUP, Docker, Systemd, settings_for
 from tests.unit.support.module_runner import run_module

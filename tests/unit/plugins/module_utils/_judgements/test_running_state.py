@@ -8,17 +8,14 @@ import dataclasses
 import pytest
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.running_state import (
-    UnitState,
     argv_matches,
     container_reasons,
     environment_differences,
     first_difference,
-    parse_cmdline,
-    parse_deleted_maps,
-    parse_environ,
-    parse_show,
     restart_reasons,
-    unit_state,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._readings.unit_state import (
+    UnitState,
 )
 
 ARGV = ("/opt/e/llama-server", "-m", "/m/a.gguf", "-c", "4096", "--port", "8080")
@@ -26,30 +23,6 @@ ENV = {"XDG_CONFIG_HOME": "/tmp/llamafleet-no-config", "CUDA_VISIBLE_DEVICES": "
 RUNNING = UnitState(load_state="loaded", active_state="active", sub_state="running", result="success",
                     main_pid=616, unit_file_state="enabled", cmdline=ARGV,
                     environ={**ENV, "PATH": "/usr/bin", "INVOCATION_ID": "x", "LANG": "C.UTF-8"})
-
-SHOW = """LoadState=loaded
-ActiveState=active
-SubState=running
-Result=success
-MainPID=616
-NeedDaemonReload=no
-UnitFileState=enabled
-NRestarts=0
-"""
-
-
-def test_parse_show():
-    state = unit_state(parse_show(SHOW))
-    assert (state.loaded, state.running, state.main_pid, state.need_daemon_reload) == (True, True, 616, False)
-    assert state.as_dict()["unit_file_state"] == "enabled"
-    assert unit_state(parse_show("garbage\nMainPID=x")).main_pid == 0
-
-
-def test_proc_entries():
-    assert parse_cmdline(b"/e\0-m\0a b\0") == ("/e", "-m", "a b")
-    assert parse_cmdline(b"") == ()
-    assert parse_environ(b"A=1\0B=x=y\0\0junk\0") == {"A": "1", "B": "x=y"}
-
 
 @pytest.mark.parametrize(
     ("running", "planned", "matches"),
@@ -124,11 +97,6 @@ MAPS = """55d0c0a00000-55d0c0a80000 r--p 00000000 00:2a 1234 /opt/e/llama-server
 7f0030000000-7f0030021000 rw-p 00000000 00:00 0
 7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0 [stack]
 """
-
-
-def test_deleted_maps():
-    assert parse_deleted_maps(MAPS) == ("/var/lib/llamafleet/models/gemma.gguf",)
-    assert parse_deleted_maps("") == ()
 
 
 def test_an_engine_mapping_a_replaced_model_is_restarted():

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes import service
-from tests.unit.plugins.module_utils._judgements.test_running_state import SHOW
+from tests.unit.plugins.module_utils._readings.test_unit_state import SHOW
 from tests.unit.support.clock import Clock
 
 PROPS = {"default_generation_settings": {"n_ctx": 4096}, "total_slots": 1, "model_path": "/m/a.gguf",
