@@ -17,6 +17,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.filter.llama_gateway import
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import scrape_targets
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner import preset_layers
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.files import read_bytes, write_atomically
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import role_vars
 
 ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
@@ -31,7 +32,7 @@ def instance_presets(variables) -> dict:
     """Each present instance's preset name and version (preset_layers.preset_version), by instance name."""
     return {str(instance.get("name")): {"preset": str(instance.get("preset") or ""),
                                         "version": preset_layers.preset_version(preset)}
-            for instance, preset, _key in preset_layers.present_instances(variables)}
+            for instance, preset, _key in role_vars.present_instances(variables)}
 
 
 def fleet_hosts(hostvars, hosts) -> list[dict]:

@@ -19,14 +19,11 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.re
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import container_name, unit_name
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import settings_spec
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.deployments import placement_record
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.inputs import (
-    DEFAULT_GPU_MARGIN_MIB,
-    DEFAULT_RAM_MARGIN_MIB,
-)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_layers import (
     PresetLayerError,
     preset_and_key,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.role_vars import host_margins
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.scrub import scrub
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.target import module_result, venv_python
 
@@ -47,8 +44,7 @@ ARGUMENT_SPEC = {
 def placement_option(instance: dict, task_vars: dict) -> dict:
     """A placed replica's record for its state file, and its host's margins for the engine's own estimate."""
     record = placement_record(instance["placement"], instance.get("port"), instance.get("cuda_visible_devices"))
-    return {**record, "ram_margin_mib": int(task_vars.get("llama_fleet_ram_margin_mib", DEFAULT_RAM_MARGIN_MIB)),
-            "gpu_margin_mib": int(task_vars.get("llama_fleet_gpu_margin_mib", DEFAULT_GPU_MARGIN_MIB))}
+    return {**record, **{name: int(value) for name, value in host_margins(task_vars).items()}}
 
 
 class ActionModule(ActionBase):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import fleet_routes, rollout_batches
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner import preset_layers
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import role_vars
 
 
 def fleet_host(hostvars, name: str) -> dict:
@@ -19,7 +19,7 @@ def fleet_host(hostvars, name: str) -> dict:
 
 def _keys(variables) -> dict:
     """Each present instance's API key, as the instance step takes it (preset_layers.preset_and_key)."""
-    return {str(instance.get("name")): key for instance, _preset, key in preset_layers.present_instances(variables)}
+    return {str(instance.get("name")): key for instance, _preset, key in role_vars.present_instances(variables)}
 
 
 def gateway_servers(hostvars, hosts, keep_hosts=()) -> dict:
@@ -69,7 +69,7 @@ def rollout_plan(hostvars, hosts, serial, models=()) -> dict:
     for name in hosts:
         variables = hostvars[name]
         drained = {f"{name}/{entry['instance']}" for entry in restarting_instances(
-            variables.get("_llama_server_judgement"), name, preset_layers.host_instances(variables))}
+            variables.get("_llama_server_judgement"), name, role_vars.host_instances(variables))}
         restarts[name] = [str(model["name"]) for model in models or []
                           if drained & set(model.get("replicas") or [])]
     order, sizes = rollout_batches.rollout_batches(hosts, restarts, replicas, serial)

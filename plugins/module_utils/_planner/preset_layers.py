@@ -1,6 +1,7 @@
 """The preset an instance runs: its named preset, then its own settings, then its port, host and GPU selection.
 
-Pure; used on the controller by the instance and host actions and by the role's filters.
+Pure; used on the controller by the instance and host actions and by the role's filters. A host's variables are
+read by the controller's plugins (``plugin_utils/role_vars.py``), never here.
 """
 
 from __future__ import annotations
@@ -69,28 +70,6 @@ def preset_and_key(instance, presets) -> tuple[dict, str]:
     key = str(instance.get("api_key") or preset.get("API_KEY") or "").strip()
     # EXTERNAL_KEY is a remote API's key, never read at launch: it stays on the controller too.
     return {name: value for name, value in preset.items() if name not in ("API_KEY", "EXTERNAL_KEY")}, key
-
-
-def host_instances(variables: Mapping) -> list:
-    """A host's instances from its variables: the hand-placed ones (``llama_server_instances``), then the replicas
-    the deploy playbook placed there (``llama_server_placed_instances``)."""
-    return [*(variables.get("llama_server_instances") or []), *(variables.get("llama_server_placed_instances") or [])]
-
-
-def present_instances(variables: Mapping) -> list[tuple[Mapping, dict, str]]:
-    """A host's present instances as (instance, layered preset without secrets, key), from its variables
-    (``llama_server_instances``, ``llama_server_presets``). One that cannot be layered is left out: the judge refuses
-    it already, so it has no row."""
-    found = []
-    for instance in host_instances(variables):
-        if not isinstance(instance, Mapping) or instance.get("state", "present") != "present":
-            continue
-        try:
-            preset, key = preset_and_key(instance, variables.get("llama_server_presets") or {})
-        except PresetLayerError:
-            continue
-        found.append((instance, preset, key))
-    return found
 
 
 def preset_version(preset: Mapping) -> str:

@@ -115,3 +115,19 @@ def test_scrub():
     assert scrub("text", "") == "text"
     with pytest.raises(ValueError, match="a secret of 1 characters is too short"):
         scrub("every e masked", "e")
+
+
+@pytest.mark.parametrize(
+    ("host_vars", "margins"),
+    [
+        pytest.param({}, (1024, 1024), id="defaults"),
+        pytest.param({"llama_fleet_ram_margin_mib": "512", "llama_fleet_gpu_margin_mib": 2048}, (512, 2048),
+                     id="the-hosts-own"),
+        pytest.param({"llama_fleet_ram_margin_mib": None}, (1024, 1024), id="null-is-the-default-as-in-the-placement"),
+    ],
+)
+def test_a_placed_replica_carries_its_record_and_its_hosts_margins(host_vars, margins):
+    instance = {"name": "tiny-1", "port": 8081, "placement": {"deployment": "tiny", "replica": 1}}
+    assert action_module.placement_option(instance, host_vars) == {
+        "deployment": "tiny", "replica": 1, "port": 8081, "cuda_visible_devices": "",
+        "ram_margin_mib": margins[0], "gpu_margin_mib": margins[1]}

@@ -1,0 +1,77 @@
+# Copyright: (c) 2026, llamafleet maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The role's and the deploy playbook's variables that the controller's plugins read from a host's variables.
+
+The pure packages (``_placement``, ``_planner``, ...) take values and know no role variable: their names, and what
+a host gets when it does not set one, live here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.inputs import (
+    DEFAULT_GPU_MARGIN_MIB,
+    DEFAULT_RAM_MARGIN_MIB,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_layers import (
+    PresetLayerError,
+    preset_and_key,
+)
+
+DEPLOYMENTS = "llama_fleet_deployments"
+HAND_INSTANCES = "llama_server_instances"
+PLACED_INSTANCES = "llama_server_placed_instances"
+PRESETS = "llama_server_presets"
+LABELS = "llama_fleet_labels"
+RAM_MARGIN = "llama_fleet_ram_margin_mib"
+GPU_MARGIN = "llama_fleet_gpu_margin_mib"
+PORT_RANGE = "llama_fleet_port_range"
+
+
+def _given(variables: Mapping, name: str, default=None):
+    """The variable's value; ``default`` when it is not set or null."""
+    value = variables.get(name)
+    return default if value is None else value
+
+
+def host_margins(variables: Mapping) -> dict:
+    """What a host keeps free of its RAM and of each card, as place() and the instance step's ``placement`` option
+    take them (``ram_margin_mib``, ``gpu_margin_mib``). As given, not converted: place() checks them and names a bad
+    one."""
+    return {"ram_margin_mib": _given(variables, RAM_MARGIN, DEFAULT_RAM_MARGIN_MIB),
+            "gpu_margin_mib": _given(variables, GPU_MARGIN, DEFAULT_GPU_MARGIN_MIB)}
+
+
+def host_fields(variables: Mapping) -> dict:
+    """A host's own fields of place()'s host input, from its variables: its labels, margins, and port range when it
+    sets one (else place()'s default)."""
+    fields = {"labels": _given(variables, LABELS) or {}, **host_margins(variables)}
+    port_range = _given(variables, PORT_RANGE)
+    if port_range:
+        fields["port_range"] = port_range
+    return fields
+
+
+def presets(variables: Mapping) -> dict:
+    return _given(variables, PRESETS) or {}
+
+
+def host_instances(variables: Mapping) -> list:
+    """A host's instances: the hand-placed ones, then the replicas the deploy playbook placed there."""
+    return [*(_given(variables, HAND_INSTANCES) or []), *(_given(variables, PLACED_INSTANCES) or [])]
+
+
+def present_instances(variables: Mapping) -> list[tuple[Mapping, dict, str]]:
+    """A host's present instances as (instance, layered preset without secrets, key). One that cannot be layered is
+    left out: the judge refuses it already, so it has no row."""
+    found = []
+    for instance in host_instances(variables):
+        if not isinstance(instance, Mapping) or instance.get("state", "present") != "present":
+            continue
+        try:
+            preset, key = preset_and_key(instance, presets(variables))
+        except PresetLayerError:
+            continue
+        found.append((instance, preset, key))
+    return found
