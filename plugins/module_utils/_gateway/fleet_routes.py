@@ -34,6 +34,24 @@ _PROXY_NAME_CHAR = re.compile(r"[^A-Za-z0-9_.:-]")
 _SERVING_STATES = ("deployed", "previewed")
 
 
+# A server as a dict (as_dict, from_dict): the module's ``servers`` option and the routes file. The key travels
+# apart from it, by ``host:instance`` (server_label), so that the option holding keys is the only one not logged.
+SERVER_FIELDS = ("host", "instance", "address", "port", "slots", "model")
+
+
+class ServerError(ValueError):
+    """Why a server cannot be routed to. ``left_out``: it is not wrong, only unreachable by a gateway on another host
+    or not answering yet (a note in a fleet's routes, not an error)."""
+
+    def __init__(self, message: str, left_out: bool = False):
+        super().__init__(message)
+        self.left_out = left_out
+
+
+class IncompleteServer(ServerError):
+    """A server dict without some of its fields: the message names them, the caller says which entry."""
+
+
 @dataclass(frozen=True)
 class Server:
     """One running instance, as the gateway sends requests to it."""
@@ -48,7 +66,31 @@ class Server:
 
     @property
     def name(self) -> str:
-        return proxy_name(f"{self.host}:{self.instance}")
+        return server_name(self.host, self.instance)
+
+    @property
+    def label(self) -> str:
+        return server_label(self.host, self.instance)
+
+    def as_dict(self) -> dict:
+        """Its fields without its key (SERVER_FIELDS)."""
+        return {name: getattr(self, name) for name in SERVER_FIELDS}
+
+    @classmethod
+    def from_dict(cls, entry: Mapping, key: str = "") -> Server:
+        """The server of a dict as as_dict gives it, with its key, checked as a report row's is (server_from_row),
+        its address read as the row's listen address: blanks and an IPv6 address's brackets off, a loopback one
+        left out. Raises ServerError."""
+        missing = [name for name in SERVER_FIELDS if entry.get(name) in (None, "")]
+        if missing:
+            raise IncompleteServer(f"{', '.join(missing)} missing")
+        host, listen = str(entry["host"]), str(entry["address"] or "")
+        where = f"{host}/{entry['instance']}"
+        if loopback_only(listen):
+            raise ServerError(_loopback_note(where, listen), left_out=True)
+        return _checked_server(where, host=host, instance=str(entry["instance"]),
+                               address=server_address(listen, str(entry["address"])), port=entry["port"],
+                               slots=entry["slots"], model=str(entry["model"] or ""), key=key)
 
 
 @dataclass(frozen=True)
@@ -67,6 +109,16 @@ class Routes:
 
     def model(self, name: str) -> Model | None:
         return next((model for model in self.models if model.name == name), None)
+
+
+def server_label(host: str, instance: str) -> str:
+    """How a server is named to people and in the keys' dicts: ``host:instance``."""
+    return f"{host}:{instance}"
+
+
+def server_name(host: str, instance: str) -> str:
+    """The server's name in HAProxy's configuration and runtime API."""
+    return proxy_name(server_label(host, instance))
 
 
 def proxy_name(text: str) -> str:
@@ -110,6 +162,32 @@ def _int(value) -> int:
         return 0
 
 
+def _loopback_note(where: str, listen: str) -> str:
+    return f"{where} is left out: it listens on {listen} only, which no gateway on another host reaches"
+
+
+def _checked_server(where: str, *, host: str, instance: str, address: str, port, slots, model: str,
+                    key: str) -> Server:
+    """The server of these fields, or ServerError naming ``where`` (host/instance) and never the key."""
+    problem = address_problem(address)
+    if problem:
+        raise ServerError(f"{where}: the address {address!r} cannot be a proxy server's: {problem}")
+    port_number = _int(port)
+    if not 0 < port_number < 65536:
+        raise ServerError(f"{where}: its port {port!r} is not a TCP port")
+    slot_count = _int(slots)
+    if slot_count < 1:
+        raise ServerError(f"{where} is left out: its engine does not answer /props (not started yet, or loading)",
+                          left_out=True)
+    if not MODEL_NAME.fullmatch(model):
+        raise ServerError(f"{where}: its engine lists the model as {model!r}, which the gateway cannot route by; "
+                          f"give the instance a name with --alias in {MODEL_NAME_FORM}")
+    if key and api_key_problem(key):
+        raise ServerError(f"{where}: its API key cannot be sent by the gateway: {api_key_problem(key)}")
+    return Server(host=host, instance=instance, address=address, port=port_number, slots=slot_count, model=model,
+                  key=key)
+
+
 def server_from_row(host: str, host_address: str, row: Mapping, key: str = "") -> tuple[Server | None, str]:
     """The server a report row gives the gateway, or why it gives none (a note, or an error prefixed "error: ")."""
     where = f"{host}/{row.get('instance', '?')}"
@@ -120,25 +198,28 @@ def server_from_row(host: str, host_address: str, row: Mapping, key: str = "") -
         return None, f"{where} is left out: its state is {state or 'unknown'}"
     listen = str(row.get("host") or "")
     if loopback_only(listen):
-        return None, f"{where} is left out: it listens on {listen} only, which no gateway on another host reaches"
-    address = server_address(listen, host_address)
-    problem = address_problem(address)
-    if problem:
-        return None, f"error: {where}: the address {address!r} cannot be a proxy server's: {problem}"
-    port = _int(row.get("port"))
-    if not 0 < port < 65536:
-        return None, f"error: {where}: its port {row.get('port')!r} is not a TCP port"
-    slots = _int(row.get("slots"))
-    if slots < 1:
-        return None, f"{where} is left out: its engine does not answer /props (not started yet, or loading)"
-    model = str(row.get("model_name") or "")
-    if not MODEL_NAME.fullmatch(model):
-        return None, (f"error: {where}: its engine lists the model as {model!r}, which the gateway cannot route "
-                      f"by; give the instance a name with --alias in {MODEL_NAME_FORM}")
-    if key and api_key_problem(key):
-        return None, f"error: {where}: its API key cannot be sent by the gateway: {api_key_problem(key)}"
-    return Server(host=host, instance=str(row.get("instance")), address=address, port=port, slots=slots,
-                  model=model, key=key), ""
+        return None, _loopback_note(where, listen)
+    try:
+        return _checked_server(where, host=host, instance=str(row.get("instance")),
+                               address=server_address(listen, host_address), port=row.get("port"),
+                               slots=row.get("slots"), model=str(row.get("model_name") or ""), key=key), ""
+    except ServerError as err:
+        return None, str(err) if err.left_out else f"error: {err}"
+
+
+def servers_from_dicts(entries: Iterable[Mapping], keys: Mapping) -> tuple[list[Server], list[str]]:
+    """The servers of dicts as Server.as_dict gives them, each with its key from ``keys`` (by ``host:instance``),
+    and why any cannot be routed (every such entry is an error: nothing here is left out quietly)."""
+    servers, errors = [], []
+    for index, entry in enumerate(entries):
+        key = str(keys.get(server_label(entry.get("host"), entry.get("instance"))) or "")
+        try:
+            servers.append(Server.from_dict(entry, key))
+        except IncompleteServer as err:
+            errors.append(f"servers[{index}]: {err}")
+        except ServerError as err:
+            errors.append(str(err))
+    return servers, errors
 
 
 def routes(servers: Iterable[Server], notes: Iterable[str] = ()) -> Routes:
@@ -187,10 +268,9 @@ def fleet_servers(hosts: Iterable[Mapping]) -> dict:
             if why:
                 (errors if why.startswith("error: ") else notes).append(why.removeprefix("error: "))
             if server is not None:
-                servers.append({"host": server.host, "instance": server.instance, "address": server.address,
-                                "port": server.port, "slots": server.slots, "model": server.model})
+                servers.append(server.as_dict())
                 if server.key:
-                    keys[f"{server.host}:{server.instance}"] = server.key
+                    keys[server.label] = server.key
                 if row.get("state") == "deployed":
                     verified.append({"host": server.host, "instance": server.instance})
     return {"servers": servers, "server_keys": keys, "verified": verified, "notes": notes, "errors": errors}

@@ -1,5 +1,7 @@
 """The gateway's routes (fleet_routes.py): which running instances it sends requests to, grouped by model."""
 
+import re
+
 import pytest
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import fleet_routes
@@ -102,3 +104,51 @@ def test_routes_model_names_with_other_characters_get_distinct_backends():
     backends = [model.backend for model in routes.models]
     assert len(set(backends)) == 2
     assert "model_a_b" in backends
+
+
+ENTRY = {"host": "h1", "instance": "main", "address": "10.0.0.5", "port": 8080, "slots": 4, "model": "gemma"}
+
+
+def test_a_server_as_a_dict_and_back():
+    server = fleet_routes.Server.from_dict(ENTRY, key="key-12345678")
+    assert server.as_dict() == ENTRY  # without its key: that travels by label, not logged
+    assert fleet_routes.Server.from_dict(server.as_dict(), server.key) == server
+    assert (server.label, server.name) == ("h1:main", "h1:main")
+    as_text = {**ENTRY, "port": "8080", "slots": "4"}
+    assert fleet_routes.Server.from_dict(as_text) == fleet_routes.Server.from_dict(ENTRY)
+
+
+@pytest.mark.parametrize(
+    ("change", "address"),
+    [
+        ({"address": " 10.0.0.9 "}, "10.0.0.9"),  # read as a listen address: blanks off
+        ({"address": "[fd00::5]"}, "fd00::5"),
+        ({"address": "node5.example"}, "node5.example"),
+    ],
+)
+def test_server_from_dict(change, address):
+    assert fleet_routes.Server.from_dict({**ENTRY, **change}, key="k" * 12).address == address
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        ({"address": "127.0.0.1"}, "h1/main is left out: it listens on 127.0.0.1 only"),
+        ({"address": "10.0.0.1,10.0.0.2"}, "h1/main: the address '10.0.0.1,10.0.0.2' cannot be"),
+        ({"port": 0}, "h1/main: its port 0 is not a TCP port"),
+        ({"slots": True}, "h1/main is left out: its engine does not answer /props"),
+        ({"model": "a b"}, "h1/main: its engine lists the model as 'a b'"),
+        ({"model": None, "port": ""}, "port, model missing"),
+    ],
+)
+def test_server_from_dict_refuses(change, error):
+    with pytest.raises(fleet_routes.ServerError, match="^" + re.escape(error)):
+        fleet_routes.Server.from_dict({**ENTRY, **change}, key="k" * 12)
+
+
+def test_servers_from_dicts_name_the_entry_only_when_the_server_cannot_be_named():
+    entries = [ENTRY, {"host": "h2", "instance": "main"}, {**ENTRY, "host": "h3", "model": "a b"}]
+    servers, errors = fleet_routes.servers_from_dicts(entries, {"h1:main": "key-12345678"})
+    assert [(server.host, server.key) for server in servers] == [("h1", "key-12345678")]
+    assert errors[0] == "servers[1]: address, port, slots, model missing"
+    assert errors[1].startswith("h3/main: its engine lists the model as 'a b'")
