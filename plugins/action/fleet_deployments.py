@@ -13,13 +13,16 @@ import copy
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.llamafleet.llamacpp.plugins.filter.fleet_placement import fleet_placement_table, plain
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.deployments import (
+    deployment_versions,
     host_changes,
     placement_inputs,
     summary_rows,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.readings import HostReading
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.fleet_placement import PlacementError, place
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import role_vars
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.placement_view import fleet_placement_table, plain
 
 ARGUMENT_SPEC = {
     "deployments": {"type": "list", "elements": "raw", "required": True},
@@ -41,22 +44,24 @@ class ActionModule(ActionBase):
         if left_out:
             # The replicas of the hosts left out are not known: placing without them could run a replica twice.
             result.update(failed=True, refused=True, msg=(
-                "llama_fleet_deployments is placed over the whole fleet, and --limit leaves out "
+                f"{role_vars.DEPLOYMENTS} is placed over the whole fleet, and --limit leaves out "
                 f"{', '.join(left_out[:10])}{' ...' if len(left_out) > 10 else ''}: run without --limit (hosts "
                 "with nothing to do change nothing)"))
             return result
-        readings, host_vars = {}, {}
+        readings, host_fields = {}, {}
         for host in args["hosts"]:
             variables = hostvars.get(host) or {}
             judgement = variables.get("_llama_server_judgement") or {}
-            reading = judgement.get("placement")
+            reading = HostReading.from_dict(plain(judgement.get("placement")))
             if reading:
-                readings[host] = plain(reading)
-                host_vars[host] = {key: plain(variables.get(key)) for key in (
-                    "llama_fleet_labels", "llama_fleet_ram_margin_mib", "llama_fleet_gpu_margin_mib",
-                    "llama_fleet_port_range") if variables.get(key) is not None}
+                readings[host] = reading
+                host_fields[host] = plain(role_vars.host_fields(variables))
         deployments = plain(args["deployments"])
-        wanted, hosts, current, errors, notes = placement_inputs(deployments, readings, host_vars)
+        # The deployments' versions as the first host read layers them with its presets (its judge did the same).
+        first = next(iter(readings), None)
+        presets = plain(role_vars.presets(hostvars.get(first) or {})) if first else {}
+        wanted, hosts, current, errors, notes = placement_inputs(deployments, readings, host_fields,
+                                                                 deployment_versions(deployments, presets))
         if errors:
             if self._task.check_mode:
                 errors.append("in check mode a host that lacks the engine, the planning runtime or a model gets "
@@ -66,7 +71,7 @@ class ActionModule(ActionBase):
         try:
             placement = place(wanted, hosts, current)
         except PlacementError as err:
-            result.update(failed=True, refused=True, msg=f"llama_fleet_deployments: {err} (nothing was changed)")
+            result.update(failed=True, refused=True, msg=f"{role_vars.DEPLOYMENTS}: {err} (nothing was changed)")
             return result
         placement["notes"] += [{"id": "placement.duplicate", "text": note} for note in notes]
         table = fleet_placement_table(placement)

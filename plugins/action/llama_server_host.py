@@ -44,7 +44,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.dep
     placement_record,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_layers import preset_and_key
-from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import target_code
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import role_vars, target_code
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.rollout_holder import (
     holder_alive,
     this_controller,
@@ -102,7 +102,8 @@ class ActionModule(ActionBase):
         errors = input_errors({**settings, **{k: args[k] for k in (
             "instances", "presets", "engine_bin", "engine_archive_url", "engine_archive_checksum", "models")}})
         if args["deployments"] is not None:
-            errors += deployment_errors(args["deployments"], args["presets"], args["instances"])
+            errors += deployment_errors(args["deployments"], args["presets"], args["instances"],
+                                        listed_as=role_vars.DEPLOYMENTS, hand_listed_as=role_vars.HAND_INSTANCES)
         if errors:
             result.update(failed=True, msg="; ".join(errors), errors=errors)
             return result
@@ -122,8 +123,6 @@ class ActionModule(ActionBase):
                                                      instance.get("cuda_visible_devices"))
             instances.append(item)
         found = self._judge(args, instances, keys, task_vars, placement)
-        if placement is not None and "placement" in found:
-            found["placement"]["versions"] = {d["name"]: d["version"] for d in placement["deployments"]}
         result.update(scrub(found, *keys.values()))
         return result
 

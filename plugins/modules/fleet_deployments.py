@@ -18,7 +18,8 @@ description:
     C(fleet_placement.place) and returns each host's share.
   - A deployment's need is its C(memory_mib) when given, else the largest estimate of the hosts that could plan it.
     The host labels come from C(llama_fleet_labels), the margins from C(llama_fleet_ram_margin_mib) and
-    C(llama_fleet_gpu_margin_mib), the port range from C(llama_fleet_port_range).
+    C(llama_fleet_gpu_margin_mib), the port range from C(llama_fleet_port_range); each deployment's version (a
+    digest of its layered preset) from the first read host's C(llama_server_presets).
   - A replica with no room fails the task, naming its need and the best candidate's free memory; so does a
     deployment whose need is unknown, and O(hosts) that leave out some of O(fleet) (C(--limit)). Nothing runs on a
     host.

@@ -167,9 +167,9 @@ placement:
     - With O(deployments) - C(capacity) (C(ram_free_mib) is the RAM free less what the running engines reserved and
       do not use yet; C(gpus) with NVML's free memory; C(ports_used)), C(placed) (the replicas placed here before -
       their deployment, replica, port, cards, need and whether they run their plan), C(estimates) (each deployment's
-      need per replica as planned on this host, or why it is unknown), C(needs_preparing) (the host lacks the engine,
-      runtime or a model it needs to plan them - the deploy playbook prepares it first) and C(versions) (each
-      deployment's preset version).
+      need per replica as planned on this host, or why it is unknown) and C(needs_preparing) (the host lacks the
+      engine, runtime or a model it needs to plan them - the deploy playbook prepares it first) - the judge's reading
+      as it sent it (C(HostReading) in C(_placement/readings.py)).
   returned: when O(deployments) is given and the host could be read
   type: dict
 """

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import fleet_readings, host, instance
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.step import Request
@@ -29,6 +30,8 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.dep
     placed_instance,
     replica_name,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.inputs import Card
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.readings import HostReading, PlacedReplica
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.access import effective_port
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_request import (
     plan_from_params,
@@ -102,8 +105,8 @@ def judge(params: Mapping, run: Runner, docker_run: Runner) -> dict:
     deployments = {str(d["name"]): d for d in (placing or {}).get("deployments") or []}
     records = fleet_readings.placed_records(params["settings"]["config_dir"]) if placing is not None else []
     listed = {str(item["name"]) for item in params["instances"]}
-    replicas = [placed_instance(deployments[record["deployment"]], record) for record in records
-                if record["deployment"] in deployments and record["instance"] not in listed]
+    replicas = [placed_instance(deployments[record.deployment], record) for record in records
+                if record.deployment in deployments and record.instance not in listed]
     seen: dict[str, dict] = {}
     if not shared:
         # The instances are judged only on a host whose shared parts are in place: their plans need them. Every one
@@ -124,46 +127,45 @@ def judge(params: Mapping, run: Runner, docker_run: Runner) -> dict:
               "work": {"all": shared, "instances": work}, "lock_holder": host.read_lock(params["lock_path"])}
     if placing is not None:
         result["placement"] = readings(params, records, deployments, seen, engine="" if shared else engine,
-                                       failed=set(work))
+                                       failed=set(work)).as_dict()
     return result
 
 
-def readings(params: Mapping, records: list, deployments: Mapping, seen: Mapping, *, engine: str,
-             failed: set) -> dict:
+def readings(params: Mapping, records: list[PlacedReplica], deployments: Mapping, seen: Mapping, *, engine: str,
+             failed: set) -> HostReading:
     """What the controller's placement needs of this host (``fleet_readings``): its capacity, its placed replicas
     (with their plan's memory and whether they run their plan), each deployment's memory need as planned here, and
     whether the host must get its shared parts (engine, runtime, models: ``engine`` is "") to plan them at all."""
-    replica_names = {record["instance"] for record in records}
+    replica_names = {record.instance for record in records}
     placed = []
     for record in records:
-        memory = (seen.get(record["instance"]) or {}).get("memory") or {}
-        need = fleet_readings.need_of(memory, int((deployments.get(record["deployment"]) or {}).get("gpus") or 0))
-        placed.append({**record, "memory_mib": need.get("memory_mib", 0),
-                       "version": str((deployments.get(record["deployment"]) or {}).get("version") or ""),
-                       "current": record["instance"] in seen and record["instance"] not in failed})
+        deployment = deployments.get(record.deployment) or {}
+        need = fleet_readings.need_of((seen.get(record.instance) or {}).get("memory"), int(deployment.get("gpus") or 0))
+        placed.append(replace(record, memory_mib=need.memory_mib, version=str(deployment.get("version") or ""),
+                              current=record.instance in seen and record.instance not in failed))
     # What the running engines have reserved and not touched yet (their estimate less their anonymous memory).
     reserved = sum(max(int((entry.get("memory") or {}).get("host_mib") or 0) - int(entry.get("resident_mib") or 0), 0)
                    for entry in seen.values() if "resident_mib" in entry and (entry.get("memory") or {}).get("known"))
     # The ports the hand-placed instances plan, from their presets: known before any of them is judged or runs.
     hand_ports = [port for item in params["instances"] if item["name"] not in replica_names
                   and (port := effective_port(item.get("preset") or {})) is not None]
-    capacity = fleet_readings.capacity(reserved_mib=reserved, ports_of_replicas=[r["port"] for r in records],
+    capacity = fleet_readings.capacity(reserved_mib=reserved, ports_of_replicas=[r.port for r in records],
                                        planned_ports=hand_ports)
     estimates = {}
     for name, deployment in sorted(deployments.items()):
-        mine = [r["instance"] for r in records if r["deployment"] == name and r["instance"] in seen]
+        mine = [r.instance for r in records if r.deployment == name and r.instance in seen]
         if mine:
             memory = seen[mine[0]].get("memory")
         elif engine:
-            memory = estimate_here(params, deployment, engine, capacity["gpus"])
+            memory = estimate_here(params, deployment, engine, capacity.gpus)
         else:
             memory = {"known": False, "why_unknown": "the host is not ready to plan yet (engine, runtime or model)"}
         estimates[name] = fleet_readings.need_of(memory, int(deployment.get("gpus") or 0))
-    return {"capacity": capacity, "placed": placed, "estimates": estimates,
-            "needs_preparing": bool(deployments) and not engine}
+    return HostReading(capacity=capacity, placed=tuple(placed), estimates=estimates,
+                       needs_preparing=bool(deployments) and not engine)
 
 
-def estimate_here(params: Mapping, deployment: Mapping, engine: str, gpus: list) -> dict:
+def estimate_here(params: Mapping, deployment: Mapping, engine: str, gpus: Sequence[Card]) -> dict:
     """The memory estimate of one replica of ``deployment`` planned on this host (not deployed, nothing written):
     its first cards when it takes cards, none when it takes RAM on a host that has some."""
     count = int(deployment.get("gpus") or 0)
@@ -171,7 +173,7 @@ def estimate_here(params: Mapping, deployment: Mapping, engine: str, gpus: list)
     if count and len(gpus) < count:
         return {"known": False, "why_unknown": f"the host has {len(gpus)} card(s), a replica takes {count}"}
     if gpus:
-        preset["CUDA_VISIBLE_DEVICES"] = ",".join(g["uuid"] for g in gpus[:count]) if count else NO_CARD
+        preset["CUDA_VISIBLE_DEVICES"] = ",".join(card.uuid for card in gpus[:count]) if count else NO_CARD
     settings = params["settings"]
     request = Request(name=replica_name(str(deployment["name"]), 0), preset=preset, settings=settings, engine=engine,
                       environment=dict(deployment.get("environment") or {}))

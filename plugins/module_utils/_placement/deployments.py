@@ -1,25 +1,27 @@
 # Copyright: (c) 2026, llamafleet maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The deploy playbook's placement: the fleet's deployments (``llama_fleet_deployments``) checked, handed to each
-host's judge, turned into ``place()``'s inputs from what the judges read, and the result turned back into each
+"""The deploy playbook's placement: the fleet's deployments checked, handed to each host's judge, turned into
+``place()``'s inputs from what the judges read (``readings.HostReading``), and the result turned back into each
 host's instances.
 
 Pure. A placed replica is an instance named ``<deployment>-<replica>`` (the replica's number from 0) that carries
 ``placement: {deployment, replica}``; the instance step records it, with the replica's port and cards, in the
 instance's state file once the replica is verified, and the judge finds the replicas a host runs by those records.
+No role variable is known here: the controller's plugins read the hosts' variables (``plugin_utils/role_vars.py``)
+and pass their values, and the variables' names for the messages that name them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.instance import instance_errors
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.inputs import (
-    DEFAULT_GPU_MARGIN_MIB,
-    DEFAULT_RAM_MARGIN_MIB,
     PlacementError,
     read_deployments,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.readings import HostReading, PlacedReplica
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_layers import (
     PresetLayerError,
     preset_and_key,
@@ -49,11 +51,11 @@ def placement_record(placement: Mapping | None, port, cuda_visible_devices) -> d
             "port": int(port or 0), "cuda_visible_devices": str(cuda_visible_devices or "")}
 
 
-def _listed(deployments) -> list:
+def _listed(deployments, listed_as: str = "deployments") -> list:
     if deployments is None:
         return []
     if isinstance(deployments, (str, bytes, Mapping)) or not isinstance(deployments, Sequence):
-        raise PlacementError("llama_fleet_deployments: it must be a list of deployments (name, preset, replicas, ...)")
+        raise PlacementError(f"{listed_as}: it must be a list of deployments (name, preset, replicas, ...)")
     return list(deployments)
 
 
@@ -77,28 +79,29 @@ def _instance(item: Mapping, replica: int, *, port: int | None = None, cards: st
     return instance
 
 
-def deployment_errors(deployments, presets, hand_instances=()) -> list[str]:
+def deployment_errors(deployments, presets, hand_instances=(), *, listed_as: str, hand_listed_as: str) -> list[str]:
     """Everything wrong with the fleet's deployments as one host sees them (its presets, its hand-placed
-    instances); [] when they can be placed. Every message names the deployment and the field."""
+    instances); [] when they can be placed. Every message names the deployment and the field; ``listed_as`` and
+    ``hand_listed_as`` are what the user calls the deployments and the hand-placed instances (their variables)."""
     try:
-        listed = _listed(deployments)
+        listed = _listed(deployments, listed_as)
     except PlacementError as err:
         return [str(err)]
     errors = []
     for position, item in enumerate(listed):
         if not isinstance(item, Mapping):
-            errors.append(f"llama_fleet_deployments[{position}]: {item!r} is not a mapping")
+            errors.append(f"{listed_as}[{position}]: {item!r} is not a mapping")
             continue
         unknown = sorted(str(key) for key in item if key not in FIELDS)
         if unknown:
-            errors.append(f"llama_fleet_deployments[{position}] ({item.get('name')}): unknown field(s) "
+            errors.append(f"{listed_as}[{position}] ({item.get('name')}): unknown field(s) "
                           f"{', '.join(unknown)}; accepted: {', '.join(FIELDS)}")
     if errors:
         return errors
     try:
         read = read_deployments([_as_placement_input(item) for item in listed])
     except PlacementError as err:
-        return [f"llama_fleet_deployments: {str(err).removeprefix('deployments')}".replace(": [", "[", 1)]
+        return [f"{listed_as}: {str(err).removeprefix('deployments')}".replace(": [", "[", 1)]
     replicas = {deployment.name: deployment.replicas for deployment in read}
     for item in listed:
         name = str(item["name"])
@@ -113,8 +116,13 @@ def deployment_errors(deployments, presets, hand_instances=()) -> list[str]:
         taken = sorted(replica_name(name, index) for index in range(count) if replica_name(name, index) in hand)
         if taken:
             errors.append(f"deployment {name}: its replica name(s) {', '.join(taken)} are taken by instances of "
-                          "llama_server_instances on this host; rename one or the other")
+                          f"{hand_listed_as} on this host; rename one or the other")
     return errors
+
+
+def _layered(item: Mapping, presets) -> tuple[dict, str]:
+    """A deployment's preset as its replicas run it, without the key (preset_layers.preset_and_key), and the key."""
+    return preset_and_key({field: item.get(field) for field in ("name", "preset", "settings")}, presets)
 
 
 def judge_deployments(deployments, presets) -> tuple[list[dict], dict[str, str]]:
@@ -124,8 +132,7 @@ def judge_deployments(deployments, presets) -> tuple[list[dict], dict[str, str]]
     for item in _listed(deployments):
         name = str(item["name"])
         try:
-            preset, key = preset_and_key({field: item.get(field) for field in ("name", "preset", "settings")},
-                                         presets)
+            preset, key = _layered(item, presets)
         except PresetLayerError as err:
             raise PlacementError(f"deployment {name}: {err}") from None
         if key or item.get("api_key"):
@@ -135,20 +142,33 @@ def judge_deployments(deployments, presets) -> tuple[list[dict], dict[str, str]]
     return found, keys
 
 
-def placed_instance(deployment: Mapping, found: Mapping) -> dict:
-    """A replica the host's judge found (its record: instance, port, cuda_visible_devices), as the judge's instance
-    item: the deployment's preset with the replica's port and cards."""
+def deployment_versions(deployments, presets) -> dict[str, str]:
+    """Each deployment's version (preset_layers.preset_version of its layered preset, as judge_deployments gives its
+    judges), by name; "" for one these presets cannot layer."""
+    versions = {}
+    for item in _listed(deployments):
+        if isinstance(item, Mapping):
+            try:
+                versions[str(item.get("name"))] = preset_version(_layered(item, presets)[0])
+            except PresetLayerError:
+                versions[str(item.get("name"))] = ""
+    return versions
+
+
+def placed_instance(deployment: Mapping, found: PlacedReplica) -> dict:
+    """A replica the host's judge found (its record), as the judge's instance item: the deployment's preset with the
+    replica's port and cards."""
     preset = dict(deployment["preset"])
-    if found.get("port"):
-        preset["PORT"] = found["port"]
-    if found.get("cuda_visible_devices"):
-        preset["CUDA_VISIBLE_DEVICES"] = found["cuda_visible_devices"]
-    return {"name": found["instance"], "preset": preset, "environment": dict(deployment.get("environment") or {}),
-            "placement": placement_record(found, found.get("port"), found.get("cuda_visible_devices"))}
+    if found.port:
+        preset["PORT"] = found.port
+    if found.cuda_visible_devices:
+        preset["CUDA_VISIBLE_DEVICES"] = found.cuda_visible_devices
+    return {"name": found.instance, "preset": preset, "environment": dict(deployment.get("environment") or {}),
+            "placement": placement_record(found.as_dict(), found.port, found.cuda_visible_devices)}
 
 
 # ------------------------------------------------------------------ the controller's placement
-def _need(item: Mapping, readings: Mapping[str, Mapping]) -> tuple[int, int, str]:
+def _need(item: Mapping, readings: Mapping[str, HostReading]) -> tuple[int, int, str]:
     """(memory_mib, ram_mib, "") of one deployment's replica: the one given, else the largest estimate of the hosts
     that could plan it; (0, 0, why) when neither is known."""
     if item.get("memory_mib") not in (None, ""):
@@ -156,25 +176,29 @@ def _need(item: Mapping, readings: Mapping[str, Mapping]) -> tuple[int, int, str
     name = str(item["name"])
     known, why = [], []
     for host in sorted(readings):
-        estimate = ((readings[host] or {}).get("estimates") or {}).get(name) or {}
-        if estimate.get("memory_mib"):
-            known.append((int(estimate["memory_mib"]), int(estimate.get("ram_mib") or 0)))
-        elif estimate.get("why"):
-            why.append(f"{host}: {estimate['why']}")
+        need = readings[host].estimates.get(name)
+        if need is None:
+            continue
+        if need.memory_mib:
+            known.append((need.memory_mib, need.ram_mib))
+        elif need.why:
+            why.append(f"{host}: {need.why}")
     if known:
         return max(pair[0] for pair in known), max(pair[1] for pair in known), ""
     return 0, 0, ("no host could estimate it (" + ("; ".join(why[:3]) if why else "no host was read") + ")")
 
 
-def placement_inputs(deployments, readings: Mapping[str, Mapping], host_vars: Mapping[str, Mapping]
+def placement_inputs(deployments, readings: Mapping[str, HostReading], host_fields: Mapping[str, Mapping],
+                     versions: Mapping[str, str] | None = None
                      ) -> tuple[list[dict], list[dict], list[dict], list[str], list[str]]:
-    """(deployments, hosts, current, errors, notes) for place(), from the deployments and each host's judge
-    readings (``placement`` of its judgement: capacity, the replicas it runs, the estimates) and its variables
-    (``llama_fleet_labels``, ``llama_fleet_ram_margin_mib``, ``llama_fleet_gpu_margin_mib``,
-    ``llama_fleet_port_range``). A host without readings (its judge could not read it) is left out. A replica found
-    on several hosts (its host left the fleet, the replica moved, and the host came back) runs where it runs its
-    plan, the first such host by name; the others are removed (notes say so)."""
+    """(deployments, hosts, current, errors, notes) for place(), from the deployments, each read host's judge
+    reading, its own fields of place()'s host input (``host_fields``: labels, ram_margin_mib, gpu_margin_mib,
+    port_range, from its variables) and each deployment's version (``deployment_versions``). A host without a
+    reading (its judge could not read it) is left out. A replica found on several hosts (its host left the fleet,
+    the replica moved, and the host came back) runs where it runs its plan, the first such host by name; the others
+    are removed (notes say so)."""
     listed = _listed(deployments)
+    versions = versions or {}
     wanted, errors = [], []
     for item in listed:
         memory, ram, why = _need(item, readings)
@@ -182,32 +206,23 @@ def placement_inputs(deployments, readings: Mapping[str, Mapping], host_vars: Ma
             errors.append(f"deployment {item['name']}: its memory need is unknown: {why}; give it as memory_mib "
                           "(MiB per replica)")
             continue
-        version = ((next(iter(readings.values()), {}) or {}).get("versions") or {}).get(str(item["name"]), "")
-        wanted.append({**_as_placement_input(item), "memory_mib": memory, "ram_mib": ram, "version": version})
+        wanted.append({**_as_placement_input(item), "memory_mib": memory, "ram_mib": ram,
+                       "version": versions.get(str(item["name"]), "")})
     hosts, found = [], {}
     names = {str(item["name"]) for item in listed}
     for host in sorted(readings):
-        reading = readings[host] or {}
-        capacity = reading.get("capacity")
-        if not capacity:
-            continue
-        variables = host_vars.get(host) or {}
-        entry = {"name": host, "labels": variables.get("llama_fleet_labels") or {},
-                 "ram_free_mib": capacity.get("ram_free_mib", 0), "gpus": capacity.get("gpus") or [],
-                 "ports_used": capacity.get("ports_used") or [],
-                 "ram_margin_mib": variables.get("llama_fleet_ram_margin_mib", DEFAULT_RAM_MARGIN_MIB),
-                 "gpu_margin_mib": variables.get("llama_fleet_gpu_margin_mib", DEFAULT_GPU_MARGIN_MIB)}
-        if variables.get("llama_fleet_port_range"):
-            entry["port_range"] = variables["llama_fleet_port_range"]
-        hosts.append(entry)
-        for replica in reading.get("placed") or []:
-            if replica.get("deployment") not in names:
+        reading = readings[host]
+        capacity = reading.capacity
+        # A reading's card has place()'s fields of a card.
+        hosts.append({**(host_fields.get(host) or {}), "name": host, "ram_free_mib": capacity.ram_free_mib,
+                      "gpus": [asdict(card) for card in capacity.gpus], "ports_used": list(capacity.ports_used)})
+        for replica in reading.placed:
+            if replica.deployment not in names:
                 continue  # its deployment is gone: host_changes removes it
-            entry = {"deployment": replica["deployment"], "replica": replica["replica"], "host": host,
-                     "gpus": cards_of(replica.get("cuda_visible_devices") or ""),
-                     "memory_mib": replica.get("memory_mib") or 0, "port": replica.get("port") or 0,
-                     "version": replica.get("version") or ""}
-            found.setdefault((entry["deployment"], entry["replica"]), []).append((not replica.get("current"), entry))
+            entry = {"deployment": replica.deployment, "replica": replica.replica, "host": host,
+                     "gpus": cards_of(replica.cuda_visible_devices), "memory_mib": replica.memory_mib,
+                     "port": replica.port, "version": replica.version}
+            found.setdefault((replica.deployment, replica.replica), []).append((not replica.current, entry))
     current, notes = [], []
     for (deployment, number), copies in sorted(found.items()):
         copies.sort(key=lambda pair: (pair[0], pair[1]["host"]))
@@ -224,17 +239,15 @@ def cards_of(cuda_visible_devices: str) -> list[str]:
     return [] if text in ("", NO_CARD) else [part.strip() for part in text.split(",") if part.strip()]
 
 
-def host_changes(result: Mapping, readings: Mapping[str, Mapping]) -> dict[str, dict]:
+def host_changes(result: Mapping, readings: Mapping[str, HostReading]) -> dict[str, dict]:
     """Each read host's share of the placement: ``instances`` (the replicas it runs after the rollout: name,
     deployment, replica, port, cuda_visible_devices), ``remove`` (the placed replicas it runs now and no longer
     keeps: moved away, or their deployment or replica number is gone) and ``changed`` (either list differs from what
     it runs)."""
     shares: dict[str, dict] = {}
     for host in sorted(readings):
-        reading = readings[host] or {}
-        if not reading.get("capacity"):
-            continue
-        has_cards = bool(reading["capacity"].get("gpus"))
+        reading = readings[host]
+        has_cards = bool(reading.capacity.gpus)
         mine = []
         for placement in result.get("placements") or []:
             if placement["host"] != host:
@@ -243,12 +256,12 @@ def host_changes(result: Mapping, readings: Mapping[str, Mapping]) -> dict[str, 
             mine.append({"name": replica_name(placement["deployment"], placement["replica"]),
                          "deployment": placement["deployment"], "replica": placement["replica"],
                          "port": placement["port"], "cuda_visible_devices": cards})
-        runs = {replica["instance"]: replica for replica in reading.get("placed") or []}
+        runs = {replica.instance: replica for replica in reading.placed}
         keep = {entry["name"] for entry in mine}
         remove = sorted(name for name in runs if name not in keep)
-        same = all(entry["name"] in runs and runs[entry["name"]].get("port") == entry["port"]
-                   and (runs[entry["name"]].get("cuda_visible_devices") or "") == entry["cuda_visible_devices"]
-                   and runs[entry["name"]].get("current") for entry in mine)
+        same = all(entry["name"] in runs and runs[entry["name"]].port == entry["port"]
+                   and runs[entry["name"]].cuda_visible_devices == entry["cuda_visible_devices"]
+                   and runs[entry["name"]].current for entry in mine)
         shares[host] = {"instances": mine, "remove": remove, "changed": bool(remove) or not same}
     return shares
 

@@ -9,6 +9,11 @@ import socket
 import pytest
 
 from ansible_collections.llamafleet.llamacpp.plugins.action import llama_server_host as action_module
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.readings import (
+    HostCapacity,
+    HostReading,
+    Need,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import target_code
 from tests.unit.support import actions
 
@@ -171,8 +176,7 @@ def test_without_pipelining_the_options_go_in_a_private_file():
 
 # ---------------------------------------------------------------- the deploy playbook's placement
 DEPLOYMENTS = [{"name": "tiny", "preset": "small", "replicas": 2, "settings": {"ctx": 2048}, "api_key": KEY}]
-READINGS = {"capacity": {"ram_free_mib": 9000, "gpus": [], "ports_used": []}, "placed": [],
-            "estimates": {"tiny": {"memory_mib": 78, "ram_mib": 0}}}
+READINGS = HostReading(capacity=HostCapacity(ram_free_mib=9000), estimates={"tiny": Need(memory_mib=78)}).as_dict()
 
 
 def test_deployments_reach_the_judge_layered_with_their_keys_apart():
@@ -182,7 +186,7 @@ def test_deployments_reach_the_judge_layered_with_their_keys_apart():
                           "version": deployment["version"]}
     assert args["keys"] == {"main": KEY, "deployment tiny": KEY}
     assert KEY not in json.dumps(args["placement"])
-    assert result["placement"] == {**READINGS, "versions": {"tiny": deployment["version"]}}
+    assert result["placement"] == READINGS  # as the judge read it: the controller versions the deployments
     assert KEY not in json.dumps(result)
 
 
@@ -220,5 +224,5 @@ def test_a_host_without_the_venv_is_read_with_its_own_interpreter_for_the_placem
                                        commands=lambda command, stdin: {"rc": 127, "stdout": "", "stderr": ""})
     modules = [call for call in calls if call[0] not in ("command", "file")]
     assert [call[2].get("ansible_python_interpreter") for call in modules] == ["/opt/venv/bin/python", None]
-    assert result["placement"]["capacity"]["ram_free_mib"] == 9000
+    assert HostReading.from_dict(result["placement"]).capacity.ram_free_mib == 9000
     assert result["current"] is False

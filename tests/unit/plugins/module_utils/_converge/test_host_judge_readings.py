@@ -4,13 +4,21 @@ need (from a replica found here, else planned here, else why not)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import fleet_readings, host_judge
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.inputs import Card
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.readings import (
+    HostCapacity,
+    Need,
+    PlacedReplica,
+)
 
 GEMMA = {"name": "gemma", "preset": {"MODEL": "g.gguf"}, "environment": {}, "gpus": 0, "version": "v-gemma"}
 TINY = {"name": "tiny", "preset": {"MODEL": "t.gguf"}, "environment": {}, "gpus": 0, "version": "v-tiny"}
-RECORD = {"instance": "tiny-0", "deployment": "tiny", "replica": 0, "port": 8081, "cuda_visible_devices": ""}
+RECORD = PlacedReplica(instance="tiny-0", deployment="tiny", replica=0, port=8081)
 
 
 def memory(host_mib):
@@ -40,33 +48,33 @@ def test_readings_of_a_host_with_a_hand_instance_and_a_replica(probes):
             "tiny-0": {"memory": memory(78), "resident_mib": 90}}  # more resident than estimated: 0
     found = host_judge.readings(params, [RECORD], {"tiny": TINY, "gemma": GEMMA}, seen, engine="/e/llama-server",
                                 failed=set())
-    assert found["capacity"] == {"ram_total_mib": 24000, "ram_free_mib": 19500, "reserved_mib": 500, "gpus": [],
-                                 "ports_used": [22, 8080, 9000]}
-    assert found["placed"] == [{**RECORD, "memory_mib": 78, "version": "v-tiny", "current": True}]
+    assert found.capacity == HostCapacity(ram_total_mib=24000, ram_free_mib=19500, reserved_mib=500,
+                                          ports_used=(22, 8080, 9000))
+    assert found.placed == (replace(RECORD, memory_mib=78, version="v-tiny", current=True),)
     # tiny's need comes from its replica here; gemma's is planned here.
-    assert found["estimates"] == {"gemma": {"memory_mib": 826, "ram_mib": 0}, "tiny": {"memory_mib": 78, "ram_mib": 0}}
-    assert probes == [("gemma", "/e/llama-server", [])]
-    assert found["needs_preparing"] is False
+    assert found.estimates == {"gemma": Need(memory_mib=826), "tiny": Need(memory_mib=78)}
+    assert probes == [("gemma", "/e/llama-server", ())]
+    assert found.needs_preparing is False
 
 
 def test_a_replica_that_does_not_run_its_plan_or_was_not_judged_is_not_current(probes):
     found = host_judge.readings({"instances": []}, [RECORD], {"tiny": TINY}, {"tiny-0": {"memory": memory(78)}},
                                 engine="/e", failed={"tiny-0"})
-    assert found["placed"][0]["current"] is False
-    gone = {**RECORD, "instance": "old-0", "deployment": "old"}
+    assert found.placed[0].current is False
+    gone = replace(RECORD, instance="old-0", deployment="old")
     found = host_judge.readings({"instances": []}, [gone], {"tiny": TINY}, {}, engine="/e", failed=set())
-    assert found["placed"] == [{**gone, "memory_mib": 0, "version": "", "current": False}]
+    assert found.placed == (gone,)  # no need, no version, not current
 
 
 def test_a_host_not_ready_to_plan_says_why(probes):
     found = host_judge.readings({"instances": []}, [], {"gemma": GEMMA}, {}, engine="", failed=set())
-    assert found["estimates"] == {"gemma": {"why": "the host is not ready to plan yet (engine, runtime or model)"}}
-    assert found["needs_preparing"] is True
+    assert found.estimates == {"gemma": Need(why="the host is not ready to plan yet (engine, runtime or model)")}
+    assert found.needs_preparing is True
     assert probes == []
     # Nothing to place: nothing to prepare for.
-    assert host_judge.readings({"instances": []}, [], {}, {}, engine="", failed=set())["needs_preparing"] is False
+    assert host_judge.readings({"instances": []}, [], {}, {}, engine="", failed=set()).needs_preparing is False
 
 
 def test_a_card_deployment_on_a_host_with_too_few_cards_is_not_planned():
-    found = host_judge.estimate_here({"settings": {}}, {**GEMMA, "gpus": 2}, "/e", [{"uuid": "GPU-1"}])
+    found = host_judge.estimate_here({"settings": {}}, {**GEMMA, "gpus": 2}, "/e", [Card("GPU-1", 0, 24000, 20000)])
     assert found == {"known": False, "why_unknown": "the host has 1 card(s), a replica takes 2"}

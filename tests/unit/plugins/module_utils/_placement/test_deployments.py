@@ -6,20 +6,32 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement import deployments as glue
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.inputs import Card
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.readings import (
+    HostCapacity,
+    HostReading,
+    Need,
+    PlacedReplica,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_layers import preset_version
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.fleet_placement import place
 
 PRESETS = {"tiny": {"model": "tiny.gguf", "ctx": 2048}, "gemma": {"model": "gemma.gguf", "ctx": 4096}}
 KEY = "k-deploy-secret-1"
 
 
+# The names the host action passes for its messages (role_vars.DEPLOYMENTS, role_vars.HAND_INSTANCES).
+NAMES = {"listed_as": "llama_fleet_deployments", "hand_listed_as": "llama_server_instances"}
+
+
 def reading(ram_free, placed=(), estimates=None, gpus=(), ports=()):
-    return {"capacity": {"ram_free_mib": ram_free, "gpus": list(gpus), "ports_used": list(ports)},
-            "placed": list(placed), "estimates": estimates or {}, "versions": {}}
+    return HostReading(capacity=HostCapacity(ram_free_mib=ram_free, gpus=tuple(gpus), ports_used=tuple(ports)),
+                       placed=tuple(placed), estimates=estimates or {})
 
 
 def replica(instance, deployment, number, port, cards="", *, memory=600, current=True):
-    return {"instance": instance, "deployment": deployment, "replica": number, "port": port,
-            "cuda_visible_devices": cards, "memory_mib": memory, "current": current}
+    return PlacedReplica(instance=instance, deployment=deployment, replica=number, port=port,
+                         cuda_visible_devices=cards, memory_mib=memory, current=current)
 
 
 # ---------------------------------------------------------------- checks, as each host's judge action makes them
@@ -57,14 +69,14 @@ def replica(instance, deployment, number, port, cards="", *, memory=600, current
     ],
 )
 def test_deployment_errors(deployments, hand, expected):
-    errors = glue.deployment_errors(deployments, PRESETS, hand)
+    errors = glue.deployment_errors(deployments, PRESETS, hand, **NAMES)
     assert len(errors) == len(expected), errors
     for error, words in zip(errors, expected, strict=True):
         assert words in error
 
 
 def test_a_refused_key_is_not_in_the_message():
-    errors = glue.deployment_errors([{"name": "t", "preset": "tiny", "api_key": "has space"}], PRESETS)
+    errors = glue.deployment_errors([{"name": "t", "preset": "tiny", "api_key": "has space"}], PRESETS, **NAMES)
     assert errors
     assert all("has space" not in error for error in errors)
 
@@ -81,6 +93,15 @@ def test_the_judge_gets_layered_presets_and_the_keys_apart():
     assert found[0]["version"] != found[1]["version"]
 
 
+def test_the_controller_versions_the_deployments_as_their_judges_do():
+    deployments = [{"name": "tiny", "preset": "tiny", "settings": {"ctx": 1024, "host": "10.0.0.1"}},
+                   {"name": "lost", "preset": "nope"}]
+    found, _keys = glue.judge_deployments(deployments[:1], PRESETS)
+    assert glue.deployment_versions(deployments, PRESETS) == {"tiny": found[0]["version"], "lost": ""}
+    # Where a replica listens is not its version.
+    assert found[0]["version"] == preset_version({"MODEL": "tiny.gguf", "CTX": 1024})
+
+
 def test_a_found_replica_is_judged_with_its_deployments_preset_and_its_record():
     item = glue.placed_instance({"name": "tiny", "preset": {"MODEL": "t.gguf"}, "environment": {"A": "1"}},
                                 replica("tiny-1", "tiny", 1, 8081, "GPU-a,GPU-b"))
@@ -95,15 +116,15 @@ def test_a_found_replica_is_judged_with_its_deployments_preset_and_its_record():
 @pytest.mark.parametrize(
     ("item", "readings", "expected"),
     [
-        pytest.param({"name": "t", "memory_mib": 700}, {"h1": reading(1000, estimates={"t": {"memory_mib": 9}})},
+        pytest.param({"name": "t", "memory_mib": 700}, {"h1": reading(1000, estimates={"t": Need(memory_mib=9)})},
                      (700, 0, ""), id="given-wins"),
-        pytest.param({"name": "t"}, {"h1": reading(1000, estimates={"t": {"memory_mib": 500, "ram_mib": 0}}),
-                                     "h2": reading(1000, estimates={"t": {"memory_mib": 650, "ram_mib": 0}})},
+        pytest.param({"name": "t"}, {"h1": reading(1000, estimates={"t": Need(memory_mib=500)}),
+                                     "h2": reading(1000, estimates={"t": Need(memory_mib=650)})},
                      (650, 0, ""), id="largest-estimate"),
-        pytest.param({"name": "t"}, {"h1": reading(1000, estimates={"t": {"why": "no model"}}),
-                                     "h2": reading(1000, estimates={"t": {"memory_mib": 300, "ram_mib": 5}})},
+        pytest.param({"name": "t"}, {"h1": reading(1000, estimates={"t": Need(why="no model")}),
+                                     "h2": reading(1000, estimates={"t": Need(memory_mib=300, ram_mib=5)})},
                      (300, 5, ""), id="one-host-knows"),
-        pytest.param({"name": "t"}, {"h1": reading(1000, estimates={"t": {"why": "no model file"}})},
+        pytest.param({"name": "t"}, {"h1": reading(1000, estimates={"t": Need(why="no model file")})},
                      (0, 0, "no host could estimate it (h1: no model file)"), id="nobody-knows"),
     ],
 )
@@ -114,22 +135,20 @@ def test_the_need_of_a_deployment(item, readings, expected):
 def test_placement_inputs_from_the_readings():
     readings = {
         "h1": reading(4000, [replica("tiny-0", "tiny", 0, 8081), replica("old-0", "old", 0, 8082)],
-                      estimates={"tiny": {"memory_mib": 600}}, ports=[22, 8080]),
-        "h2": reading(3000, estimates={"tiny": {"memory_mib": 610}}),
-        "lost": {},
+                      estimates={"tiny": Need(memory_mib=600)}, ports=[22, 8080]),
+        "h2": reading(3000, estimates={"tiny": Need(memory_mib=610)}),
     }
     wanted, hosts, current, errors, notes = glue.placement_inputs(
         [{"name": "tiny", "replicas": 2, "policy": "spread"}], readings,
-        {"h1": {"llama_fleet_labels": {"zone": "a"}, "llama_fleet_ram_margin_mib": 512}})
+        {"h1": {"labels": {"zone": "a"}, "ram_margin_mib": 512, "gpu_margin_mib": 1024}}, {"tiny": "v-tiny"})
     assert errors == []
     assert notes == []
     assert wanted == [{"name": "tiny", "replicas": 2, "policy": "spread", "memory_mib": 610, "ram_mib": 0,
-                       "version": ""}]
-    assert [h["name"] for h in hosts] == ["h1", "h2"]  # a host its judge could not read is left out
-    assert hosts[0]["labels"] == {"zone": "a"}
-    assert hosts[0]["ram_margin_mib"] == 512
-    assert hosts[0]["ports_used"] == [22, 8080]
-    assert hosts[1]["ram_margin_mib"] == 1024
+                       "version": "v-tiny"}]
+    assert [h["name"] for h in hosts] == ["h1", "h2"]
+    assert hosts[0] == {"name": "h1", "labels": {"zone": "a"}, "ram_margin_mib": 512, "gpu_margin_mib": 1024,
+                        "ram_free_mib": 4000, "gpus": [], "ports_used": [22, 8080]}
+    assert hosts[1] == {"name": "h2", "ram_free_mib": 3000, "gpus": [], "ports_used": []}  # place()'s defaults
     # The replica of a deployment that is gone is not "current": host_changes removes it.
     assert current == [{"deployment": "tiny", "replica": 0, "host": "h1", "gpus": [], "memory_mib": 600,
                         "port": 8081, "version": ""}]
@@ -137,7 +156,7 @@ def test_placement_inputs_from_the_readings():
 
 def test_an_unknown_need_is_an_error_naming_the_deployment():
     _wanted, _hosts, _current, errors, _notes = glue.placement_inputs(
-        [{"name": "big"}], {"h1": reading(100, estimates={"big": {"why": "model missing"}})}, {})
+        [{"name": "big"}], {"h1": reading(100, estimates={"big": Need(why="model missing")})}, {})
     assert errors == ["deployment big: its memory need is unknown: no host could estimate it (h1: model missing); "
                       "give it as memory_mib (MiB per replica)"]
 
@@ -194,7 +213,7 @@ def test_a_lost_host_moves_its_replica_and_fewer_replicas_remove_one():
 
 
 def test_cards_a_ram_replica_on_a_host_with_cards_sees_none():
-    cards = [{"uuid": "GPU-1", "index": 0, "total_mib": 24000, "free_mib": 20000}]
+    cards = [Card(uuid="GPU-1", index=0, total_mib=24000, free_mib=20000)]
     result, shares = shares_after([{"name": "g", "replicas": 1, "memory_mib": 4000, "gpus": 1},
                                    {"name": "c", "replicas": 1, "memory_mib": 400}],
                                   {"h1": reading(8000, gpus=cards)})
