@@ -71,12 +71,10 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.gateway import (  # noqa: E402
     GatewayError,
     RuntimeSocket,
-    drain,
-    ready,
+    rotate,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import runtime_api  # noqa: E402
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.fleet_routes import (  # noqa: E402
-    proxy_name,
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.runtime_api import (  # noqa: E402
+    server_names,
 )
 
 
@@ -91,37 +89,17 @@ def main() -> None:
         supports_check_mode=True,
     )
     params = module.params
-    if not 0 <= params["timeout_s"] <= 86400:
-        module.fail_json(msg=f"timeout_s={params['timeout_s']}: a drain waits from 0 to 86400 seconds")
-    names = []
-    for index, entry in enumerate(params["instances"]):
-        host, instance = str(entry.get("host") or ""), str(entry.get("instance") or "")
-        if not host or not instance:
-            module.fail_json(msg=f"instances[{index}]: give both host and instance")
-        names.append(proxy_name(f"{host}:{instance}"))
-    api = RuntimeSocket(params["admin_socket"])
+    names, refused = server_names(params["instances"], params["timeout_s"])
+    if refused:
+        module.fail_json(msg=refused)
     results = []
     try:
-        if module.check_mode:
-            states = api.states()
-            for name in names:
-                found = runtime_api.find(states, name)
-                if params["state"] == "drained":
-                    change = any(not state.status.startswith("DRAIN") for state in found)
-                    verb = "would be drained" if change else "drained already"
-                else:
-                    change = any(not state.serving for state in found)
-                    verb = "would be put back in rotation" if change else "in rotation"
-                results.append({"server": name, "changed": change,
-                                "words": f"{name}: {verb}" if found else f"{name}: not in this gateway"})
-        else:
-            for name in names:
-                results.append(drain(api, name, params["timeout_s"]) if params["state"] == "drained"
-                               else ready(api, name))
+        for result in rotate(RuntimeSocket(params["admin_socket"]), names, params["state"], params["timeout_s"],
+                             module.check_mode):
+            results.append(result)
     except GatewayError as err:
         module.fail_json(msg=str(err), servers=results)
-    changed = any(entry.get("changed") for entry in results)
-    module.exit_json(changed=changed, servers=results)
+    module.exit_json(changed=any(entry.get("changed") for entry in results), servers=results)
 
 
 if __name__ == "__main__":

@@ -115,113 +115,15 @@ kept:
   type: str
 """
 
-import json  # noqa: E402
-import os  # noqa: E402
-
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.gateway import (  # noqa: E402
-    GatewayError,
-    RuntimeSocket,
-    check_config,
-    save_server_state,
-)
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import (  # noqa: E402
-    fleet_routes,
-    haproxy_config,
+    ConfigRefused,
+    write_config,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.settings import (  # noqa: E402
-    gateway_settings,
     module_settings_spec,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.files import (  # noqa: E402
-    read_bytes,
-    write_atomically,
-)
-
-SERVER_FIELDS = ("host", "instance", "address", "port", "slots", "model")
-HEADER = "Written by llamafleet.llamacpp (llama_gateway) from the fleet's running instances; edits are replaced."
-
-
-def _servers(entries, keys) -> tuple[list[fleet_routes.Server], list[str]]:
-    servers, errors = [], []
-    for index, entry in enumerate(entries):
-        missing = [name for name in SERVER_FIELDS if entry.get(name) in (None, "")]
-        if missing:
-            errors.append(f"servers[{index}]: {', '.join(missing)} missing")
-            continue
-        row = {"instance": entry["instance"], "state": "deployed", "host": entry["address"], "port": entry["port"],
-               "slots": entry["slots"], "model_name": entry["model"]}
-        key = str(keys.get(f"{entry['host']}:{entry['instance']}") or "")
-        server, why = fleet_routes.server_from_row(str(entry["host"]), str(entry["address"]), row, key)
-        if server is None:
-            errors.append(why.removeprefix("error: ") or f"servers[{index}]: {entry['host']}/{entry['instance']}")
-        else:
-            servers.append(server)
-    return servers, errors
-
-
-def _kept(routes_before: str, params) -> tuple[list, dict]:
-    """The servers and keys to write: the given ones, but for the hosts in keep_hosts, which keep the servers of the
-    routes file written with the last configuration (its text, "" when there is none)."""
-    keep = set(params["keep_hosts"])
-    servers = [entry for entry in params["servers"] if entry.get("host") not in keep]
-    keys = {name: key for name, key in params["server_keys"].items() if name.split(":", 1)[0] not in keep}
-    if keep:
-        try:
-            before = json.loads(routes_before or "{}")
-        except ValueError:
-            before = {}
-        servers += [entry for entry in before.get("servers") or [] if entry.get("host") in keep]
-        keys.update({name: key for name, key in (before.get("server_keys") or {}).items()
-                     if name.split(":", 1)[0] in keep})
-    return servers, keys
-
-
-def _write_private(path: str, text: str) -> None:
-    """Root-only: the configuration and the routes file hold the engines' key."""
-    write_atomically(path, text.encode("utf-8"), 0o600, make_dirs=False)
-
-
-def _masked(text: str, keys) -> str:
-    for key in keys:
-        if key:
-            text = text.replace(key, "********")
-    return text
-
-
-def _read(path: str) -> str:
-    return (read_bytes(path) or b"").decode("utf-8")
-
-
-def _routes_text(servers) -> str:
-    """The routes file: what was routed, with the engines' keys (root-only, like the configuration)."""
-    return json.dumps({"servers": [{name: getattr(server, name) for name in SERVER_FIELDS} for server in servers],
-                       "server_keys": {f"{server.host}:{server.instance}": server.key for server in servers
-                                       if server.key}}, sort_keys=True, indent=1)
-
-
-def _replace(module, settings, text: str, before: str, result: dict) -> None:
-    """Check the new file with HAProxy's parser, save the servers' states, keep a foreign file, write."""
-    path = settings.config_path
-    directory = os.path.dirname(path)
-    if not os.path.isdir(directory):
-        module.fail_json(msg=f"{directory} does not exist: is HAProxy installed?", **result)
-    complaint = check_config(module.run_command, module.params["haproxy"], text, directory)
-    if complaint:
-        module.fail_json(msg=f"HAProxy's parser refused the new configuration (nothing was written): {complaint}",
-                         **result)
-    if module.check_mode:
-        module.exit_json(**result)
-    if os.path.exists(settings.admin_socket):
-        try:  # a running gateway: keep its drained servers drained across the reload
-            save_server_state(RuntimeSocket(settings.admin_socket), settings.state_file)
-        except (GatewayError, OSError) as err:
-            result.setdefault("warnings", []).append(f"the servers' states were not saved before the reload: {err}")
-    kept = f"{path}.before-llamafleet"
-    if before and not before.startswith(f"# {HEADER}") and not os.path.exists(kept):
-        _write_private(kept, before)  # the file we replace was not ours: keep it, once
-        result["kept"] = kept
 
 
 def main() -> None:
@@ -238,36 +140,12 @@ def main() -> None:
         supports_check_mode=True,
     )
     params = module.params
-    settings, errors = gateway_settings({**params["settings"], "api_keys": params["api_keys"]})
-    routes_path = f"{settings.config_path}.routes.json"
     try:
-        routes_before = _read(routes_path)
-    except OSError:
-        routes_before = ""  # unreadable: nothing is kept, and it is written anew
-    servers, server_errors = _servers(*_kept(routes_before, params))
-    routes = fleet_routes.routes(servers, params["notes"])
-    errors += server_errors + routes.errors
-    if errors:
-        module.fail_json(msg="the gateway cannot be configured: " + "; ".join(errors), errors=errors)
-    text = haproxy_config.render(settings, routes, [HEADER, *(note.replace("\n", " ") for note in routes.notes)])
-    path = settings.config_path
-    before, routes_text = _read(path), _routes_text(servers)
-    changed = text != before or routes_text != routes_before
-    result = {"changed": changed, "path": path, "notes": routes.notes, "reload": changed and text != before,
-              "default_model": haproxy_config.default_model(settings, routes),
-              "models": [{"name": model.name, "backend": model.backend,
-                          "replicas": [f"{server.host}/{server.instance}" for server in model.servers]}
-                         for model in routes.models]}
-    if module._diff:
-        keys = list(params["server_keys"].values())
-        result["diff"] = {"before": _masked(before, keys), "after": _masked(text, keys),
-                          "before_header": path, "after_header": path}
-    if result["reload"]:
-        _replace(module, settings, text, before, result)
-    if changed and not module.check_mode:
-        _write_private(routes_path, routes_text)
-        if result["reload"]:
-            _write_private(path, text)
+        result = write_config({**params["settings"], "api_keys": params["api_keys"]}, params["servers"],
+                              params["server_keys"], params["keep_hosts"], params["notes"], haproxy=params["haproxy"],
+                              run=module.run_command, check_mode=module.check_mode, diff=module._diff)
+    except ConfigRefused as err:
+        module.fail_json(msg=str(err), **err.result)
     module.exit_json(**result)
 
 

@@ -1,7 +1,7 @@
 # Copyright: (c) 2026, llamafleet maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The gateway host's side: HAProxy's runtime API over its UNIX socket, the drain and the return to rotation, and
-the configuration written only after HAProxy's own parser accepts it.
+the configuration (with its routes file) written only after HAProxy's own parser accepts it.
 
 The decisions are in ``_gateway/`` (pure); this file only asks, waits and writes. A drain is taken under a lock
 on the gateway host (``flock``), so that two rollouts draining replicas of one model at the same time see each
@@ -16,10 +16,15 @@ import os
 import socket
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import runtime_api
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.files import write_atomically
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import (
+    config_file,
+    haproxy_config,
+    runtime_api,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.settings import gateway_settings
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.files import read_bytes, write_atomically
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.service import Runner
 
 DRAIN_LOCK = "/run/llamafleet-gateway.lock"
@@ -28,6 +33,14 @@ POLL_S = 0.25
 
 class GatewayError(Exception):
     pass
+
+
+class ConfigRefused(GatewayError):
+    """The configuration was not written; ``result`` is what the module returns with the failure."""
+
+    def __init__(self, message: str, result: dict):
+        super().__init__(message)
+        self.result = result
 
 
 class RuntimeSocket:
@@ -127,6 +140,19 @@ def ready(api: RuntimeSocket, server: str) -> dict:
             "words": f"{server}: back in rotation" if changed else f"{server}: in rotation"}
 
 
+def rotate(api: RuntimeSocket, servers: Iterable[str], state: str, timeout_s: float,
+           check_mode: bool) -> Iterator[dict]:
+    """Each server drained (``state`` "drained") or back in rotation ("ready"), one result at a time, so that a
+    GatewayError still leaves the results of the ones before it; in check mode, what would be done."""
+    if check_mode:
+        states = api.states()
+        for server in servers:
+            yield runtime_api.preview(states, server, state)
+        return
+    for server in servers:
+        yield drain(api, server, timeout_s, lock_path=DRAIN_LOCK) if state == "drained" else ready(api, server)
+
+
 def check_config(run: Runner, haproxy: str, text: str, directory: str) -> str:
     """HAProxy's own parser on the text, written to a private file next to the configuration; its complaint
     ("" when it accepts the file). ``run`` runs a command as AnsibleModule.run_command does: (rc, out, err)."""
@@ -146,3 +172,74 @@ def check_config(run: Runner, haproxy: str, text: str, directory: str) -> str:
 def save_server_state(api: RuntimeSocket, path: str) -> None:
     """The servers' states (drained ones included) into the file the next process loads at its start."""
     write_atomically(path, api.ask("show servers state").encode("utf-8"), 0o600, make_dirs=False)
+
+
+def _read_text(path: str) -> str:
+    return (read_bytes(path) or b"").decode("utf-8")
+
+
+def _write_private(path: str, text: str) -> None:
+    """Root-only: the configuration and the routes file hold the engines' keys."""
+    write_atomically(path, text.encode("utf-8"), 0o600, make_dirs=False)
+
+
+def write_config(raw_settings: Mapping, servers: Sequence[Mapping], server_keys: Mapping[str, str],
+                 keep_hosts: Iterable[str], notes: Iterable[str], *, haproxy: str, run: Runner, check_mode: bool,
+                 diff: bool) -> dict:
+    """The gateway's configuration and routes file (_gateway/config_file.py), each written when it changed: the
+    configuration once ``haproxy -c`` accepts it, the servers' states saved for the reload and a foreign file copied
+    aside first. Returns the module's result; raises ConfigRefused when nothing may be written."""
+    settings, errors = gateway_settings(raw_settings)
+    path = settings.config_path
+    routes_path = config_file.routes_path(path)
+    try:
+        routes_before = _read_text(routes_path)
+    except OSError:
+        routes_before = ""  # unreadable: nothing is kept, and it is written anew
+    files, file_errors = config_file.gateway_files(settings, routes_before, servers=servers, server_keys=server_keys,
+                                                   keep_hosts=keep_hosts, notes=notes)
+    errors += file_errors
+    if errors:
+        raise ConfigRefused("the gateway cannot be configured: " + "; ".join(errors), {"errors": errors})
+    before = _read_text(path)
+    changed = files.config != before or files.routes_file != routes_before
+    result = {"changed": changed, "path": path, "notes": files.routes.notes,
+              "reload": changed and files.config != before,
+              "default_model": haproxy_config.default_model(settings, files.routes),
+              "models": config_file.routed_models(files.routes)}
+    if diff:
+        result["diff"] = {"before": config_file.masked(before, server_keys.values()),
+                          "after": config_file.masked(files.config, server_keys.values()),
+                          "before_header": path, "after_header": path}
+    if result["reload"]:
+        _check_and_prepare(settings, files.config, before, result, haproxy=haproxy, run=run, check_mode=check_mode)
+    if changed and not check_mode:
+        _write_private(routes_path, files.routes_file)
+        if result["reload"]:
+            _write_private(path, files.config)
+    return result
+
+
+def _check_and_prepare(settings, text: str, before: str, result: dict, *, haproxy: str, run: Runner,
+                       check_mode: bool) -> None:
+    """Before a new configuration is written: HAProxy's parser accepts it, the running gateway's servers' states are
+    saved for the reload, and a file that was not ours is copied aside."""
+    path = settings.config_path
+    directory = os.path.dirname(path)
+    if not os.path.isdir(directory):
+        raise ConfigRefused(f"{directory} does not exist: is HAProxy installed?", result)
+    complaint = check_config(run, haproxy, text, directory)
+    if complaint:
+        raise ConfigRefused(f"HAProxy's parser refused the new configuration (nothing was written): {complaint}",
+                            result)
+    if check_mode:
+        return
+    if os.path.exists(settings.admin_socket):
+        try:  # a running gateway: keep its drained servers drained across the reload
+            save_server_state(RuntimeSocket(settings.admin_socket), settings.state_file)
+        except (GatewayError, OSError) as err:
+            result.setdefault("warnings", []).append(f"the servers' states were not saved before the reload: {err}")
+    copy = config_file.foreign_copy_path(path)
+    if config_file.keeps_foreign_copy(before, os.path.exists(copy)):
+        _write_private(copy, before)
+        result["kept"] = copy

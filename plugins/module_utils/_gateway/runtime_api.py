@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.fleet_routes import server_name
 
 # What HAProxy says of a server's status in show stat: "UP", "DOWN", "DRAIN", "MAINT", "MAINT (via ...)",
 # "UP 1/2" (going down), "DOWN 1/2" (going up), "NOLB", "no check".
@@ -49,6 +51,20 @@ def _number(text: str) -> int:
         return int(text)
     except (TypeError, ValueError):
         return 0
+
+
+def server_names(instances: Iterable[Mapping], timeout_s: int) -> tuple[list[str], str]:
+    """The gateway's server names of the instances to drain or put back (each ``host`` and ``instance``), or why the
+    request is refused ("" when it is not)."""
+    if not 0 <= timeout_s <= 86400:
+        return [], f"timeout_s={timeout_s}: a drain waits from 0 to 86400 seconds"
+    names = []
+    for index, entry in enumerate(instances):
+        host, instance = str(entry.get("host") or ""), str(entry.get("instance") or "")
+        if not host or not instance:
+            return [], f"instances[{index}]: give both host and instance"
+        names.append(server_name(host, instance))
+    return names, ""
 
 
 def parse_stat(text: str) -> list[ServerState]:
@@ -101,6 +117,19 @@ def may_drain(states: Iterable[ServerState], target: ServerState) -> tuple[bool,
         return False, (f"every other replica of {target.backend} is out of rotation ({', '.join(held)}); "
                        "waiting for one to come back")
     return True, ""
+
+
+def preview(states: Iterable[ServerState], server: str, state: str) -> dict:
+    """What draining the server (``state`` "drained") or putting it back ("ready") would change, for check mode."""
+    found = find(states, server)
+    if state == "drained":
+        change = any(not entry.status.startswith("DRAIN") for entry in found)
+        verb = "would be drained" if change else "drained already"
+    else:
+        change = any(not entry.serving for entry in found)
+        verb = "would be put back in rotation" if change else "in rotation"
+    return {"server": server, "changed": change,
+            "words": f"{server}: {verb}" if found else f"{server}: not in this gateway"}
 
 
 def drained_words(server: str, waited_s: float, left: int, timeout_s: int) -> str:

@@ -80,3 +80,37 @@ def test_find_and_words():
     assert "waited 1.5 s" in runtime_api.drained_words("h1:main", 1.5, 0, 300)
     assert "2 request(s) still in flight after the drain timeout (300 s)" in runtime_api.drained_words(
         "h1:main", 300, 2, 300)
+
+
+@pytest.mark.parametrize(
+    ("instances", "timeout_s", "names", "refused"),
+    [
+        ([{"host": "h1", "instance": "main"}, {"host": "h 2", "instance": "x"}], 300, ["h1:main", None], ""),
+        ([], 0, [], ""),
+        ([{"host": "h1", "instance": "main"}], 86401, [], "timeout_s=86401: a drain waits from 0 to 86400 seconds"),
+        ([{"host": "h1", "instance": "main"}], -1, [], "timeout_s=-1: a drain waits from 0 to 86400 seconds"),
+        ([{"host": "h1", "instance": "main"}, {"host": "h2"}], 300, [], "instances[1]: give both host and instance"),
+    ],
+)
+def test_server_names(instances, timeout_s, names, refused):
+    found, why = runtime_api.server_names(instances, timeout_s)
+    assert why == refused
+    assert len(found) == len(names)
+    for name, expected in zip(found, names, strict=True):
+        assert name == expected if expected else name.startswith("h_2:x-")  # as the configuration names it
+
+
+@pytest.mark.parametrize(
+    ("server", "state", "changed", "words"),
+    [
+        ("h1:main", "drained", True, "h1:main: would be drained"),
+        ("h2:main", "drained", False, "h2:main: drained already"),
+        ("h1:main", "ready", False, "h1:main: in rotation"),
+        ("h2:main", "ready", True, "h2:main: would be put back in rotation"),
+        ("h1:qwen", "ready", True, "h1:qwen: would be put back in rotation"),  # down by its checks
+        ("h9:main", "drained", False, "h9:main: not in this gateway"),
+    ],
+)
+def test_preview(server, state, changed, words):
+    assert runtime_api.preview(runtime_api.parse_stat(STAT), server, state) == {
+        "server": server, "changed": changed, "words": words}
