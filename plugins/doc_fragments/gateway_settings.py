@@ -1,8 +1,7 @@
 # Copyright: (c) 2026, llamafleet maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The gateway's settings: the C(settings) option of llamafleet.llamacpp.llama_gateway_config. Its types, defaults
-and words are the table in plugins/module_utils/_gateway/settings.py (a unit test holds this text, the role's
-defaults and its argument specs to it)."""
+"""The gateway's settings: the C(settings) option of llamafleet.llamacpp.llama_gateway_config. Its suboptions are
+written from the table in plugins/module_utils/_gateway/settings.py by scripts/generate_settings.py."""
 
 from __future__ import annotations
 
@@ -17,11 +16,12 @@ options:
     type: dict
     default: {}
     suboptions:
+      # BEGIN generated settings from plugins/module_utils/_gateway/settings.py (scripts/generate_settings.py)
       listen_address:
         description:
           - Address the gateway listens on (an IP address; V(0.0.0.0) or V(::) for every address).
         type: str
-        default: "0.0.0.0"
+        default: 0.0.0.0
       port:
         description:
           - Port of the OpenAI-compatible endpoint. From 1 to 65535.
@@ -40,8 +40,7 @@ options:
         default: ""
       tls_certificate:
         description:
-          - PEM file on the gateway host (certificate, chain and private key) to serve HTTPS with; empty for plain
-            HTTP.
+          - PEM file on the gateway host (certificate, chain and private key) to serve HTTPS with; empty for plain HTTP.
         type: str
         default: ""
       max_body_bytes:
@@ -93,14 +92,14 @@ options:
         default: 4096
       drain_timeout_s:
         description:
-          - How long a rollout waits for a drained instance's requests in flight before it restarts it anyway (and
-            says so). From 0 to 86400.
+          - How long a rollout waits for a drained instance's requests in flight before it restarts it anyway (and says
+            so). From 0 to 86400.
         type: int
         default: 300
       metrics_port:
         description:
-          - Port of HAProxy's Prometheus exporter (C(/metrics), with the same keys as the endpoint); 0 for none. From
-            0 to 65535.
+          - Port of HAProxy's Prometheus exporter (C(/metrics), with the same keys as the endpoint); 0 for none. From 0
+            to 65535.
         type: int
         default: 0
       config_path:
@@ -108,30 +107,31 @@ options:
           - HAProxy's configuration file (written root-only, 0600; a file that was not ours is kept once as
             C(<path>.before-llamafleet)).
         type: str
-        default: "/etc/haproxy/haproxy.cfg"
+        default: /etc/haproxy/haproxy.cfg
       lua_path:
         description:
           - Where the gateway's Lua actions are installed.
         type: str
-        default: "/etc/haproxy/llamafleet.lua"
+        default: /etc/haproxy/llamafleet.lua
       admin_socket:
         description:
           - HAProxy's runtime API socket (root only).
         type: str
-        default: "/run/haproxy/admin.sock"
+        default: /run/haproxy/admin.sock
       state_file:
         description:
           - Where the servers' states are saved before a reload (a drained instance stays drained).
         type: str
-        default: "/var/lib/haproxy/llamafleet-server-state"
+        default: /var/lib/haproxy/llamafleet-server-state
       run_user:
         description:
           - Account (user and group) HAProxy's worker runs as; empty to keep root.
         type: str
-        default: "haproxy"
+        default: haproxy
       chroot:
         description:
           - Directory HAProxy's worker is chrooted to; empty for none.
         type: str
-        default: "/var/lib/haproxy"
+        default: /var/lib/haproxy
+      # END generated settings
 """

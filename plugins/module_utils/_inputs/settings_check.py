@@ -1,16 +1,23 @@
 # Copyright: (c) 2026, llamafleet maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The instance settings checked against their forms and ranges (the ``form`` and ``bounds`` of the table).
+"""Settings checked against their forms and ranges (the ``form`` and ``bounds`` of a table, ``_layout/settings.py``).
 
-Pure. The actions, the host judge and the modules all call ``settings_errors`` before anything is written: a
-module used alone refuses what the role refuses. A message names the role variable and the setting, the value
-and the accepted form.
+Pure; one set of forms for both roles. The instance actions, the host judge and the modules all call
+``settings_errors`` before anything is written: a module used alone refuses what the role refuses. A message names
+the role variable and the setting, the value and the accepted form. The gateway's settings reach
+``gateway_settings`` untyped (the module's argument spec is not the only way in), so ``typed_value`` checks their
+types too.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.fleet_routes import (
+    MODEL_NAME,
+    MODEL_NAME_FORM,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs import grammar, secrets
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import SETTINGS, Setting
 
@@ -18,6 +25,10 @@ _FORMS = {
     "path": grammar.PATH_FORM,
     "path or empty": "empty, or " + grammar.PATH_FORM,
     "account": grammar.ACCOUNT_FORM,
+    "account or empty": "empty, or " + grammar.ACCOUNT_FORM,
+    "address": "an IP address (0.0.0.0 or :: for every address)",
+    "model or empty": "empty, or " + MODEL_NAME_FORM,
+    "keys": f"keys of {secrets.API_KEY_FORM}, at least {secrets.API_KEY_MIN} characters each",
     "project": grammar.COMPOSE_PROJECT_FORM,
     "word": "one word: no blanks or control characters",
     "word or empty": "empty, or one word: no blanks or control characters",
@@ -68,7 +79,17 @@ def environment_problem(environment) -> str:
 _SWITCH_WORDS = ("auto", "1", "true", "yes", "on", "0", "false", "no", "off")
 
 
+def _address_problem(text: str) -> str:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return "it is not an IP address"
+    return ""
+
+
 def _form_problem(form: str, value) -> str:
+    if form == "keys":  # the first refused key's reason, never the key
+        return next((why for key in value if (why := secrets.api_key_problem(str(key)))), "")
     if form == "auto or switch":
         # A misspelt word would silently mean "no" (no GPU rules, no reservation).
         return "" if isinstance(value, bool) or str(value).strip().lower() in _SWITCH_WORDS else "it is neither"
@@ -84,6 +105,9 @@ def _form_problem(form: str, value) -> str:
         why = {
             "path": grammar.path_problem, "path or empty": grammar.path_problem,
             "account": lambda t: grammar.name_problem(grammar.ACCOUNT, t),
+            "account or empty": lambda t: grammar.name_problem(grammar.ACCOUNT, t),
+            "address": _address_problem,
+            "model or empty": lambda t: grammar.name_problem(MODEL_NAME, t),
             "project": lambda t: grammar.name_problem(grammar.COMPOSE_PROJECT, t),
             "word": grammar.word_problem, "word or empty": grammar.word_problem,
         }[form](text)
@@ -104,13 +128,49 @@ def setting_problem(setting: Setting, value) -> str:
         return ""
     if not why:
         return ""
-    # An environment's values are not shown: one of them may be the secret it was refused for.
-    shown = f"(variables {', '.join(map(str, value))})" if setting.form == "environment" and isinstance(
-        value, Mapping) else f"= {_shown(value)}"
+    if setting.secret:
+        shown = "(a secret, not shown)"
+    elif setting.form == "environment" and isinstance(value, Mapping):
+        # An environment's values are not shown: one of them may be the secret it was refused for.
+        shown = f"(variables {', '.join(map(str, value))})"
+    else:
+        shown = f"= {_shown(value)}"
     return f"{_label(setting)} {shown}: {why}; accepted: {form}"
 
 
-def settings_errors(settings: Mapping) -> list[str]:
+def settings_errors(settings: Mapping, table: tuple[Setting, ...] = SETTINGS) -> list[str]:
     """Every setting whose value does not have its form; those absent from ``settings`` are not checked."""
-    return [problem for setting in SETTINGS if setting.name in settings
+    return [problem for setting in table if setting.name in settings
             if (problem := setting_problem(setting, settings[setting.name]))]
+
+
+def _is_whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# Each type: whether a value has it, and the words for it.
+_TYPES = {
+    "str": (lambda value: isinstance(value, str), "a string"),
+    "int": (_is_whole, "a whole number"),
+    "float": (lambda value: _is_whole(value) or isinstance(value, float), "a number"),
+    "bool": (lambda value: isinstance(value, bool), "true or false"),
+    "list": (lambda value: isinstance(value, (list, tuple)) and all(isinstance(item, str) for item in value),
+             "a list of strings"),
+    "dict": (lambda value: isinstance(value, Mapping), "a mapping"),
+    "raw": (lambda _value: True, ""),
+}
+
+
+def typed_value(setting: Setting, value) -> tuple[object, str]:
+    """The value in its setting's type (a list as a tuple), and what was expected instead ("" when it is usable):
+    the type, the range, then the form. A secret's form says why, since its value is never shown."""
+    has_type, words = _TYPES[setting.type]
+    if not has_type(value):
+        return value, words
+    if setting.bounds is not None and not setting.bounds[0] <= value <= setting.bounds[1]:
+        return value, f"{words} from {setting.bounds[0]} to {setting.bounds[1]}"
+    typed = tuple(value) if setting.type == "list" else value
+    why = _form_problem(setting.form, value) if setting.form else ""
+    if not why:
+        return typed, ""
+    return value, f"{_FORMS[setting.form]} ({why})" if setting.secret else _FORMS[setting.form]

@@ -60,6 +60,6 @@ def test_a_refused_key_is_not_shown():
 
 
 def test_argument_spec_hides_keys():
-    spec = gateway.argument_spec()
-    assert spec["api_keys"] == {"type": "list", "default": [], "elements": "str", "no_log": True}
-    assert set(spec) == set(gateway.GatewaySettings.__dataclass_fields__)
+    assert gateway.BY_NAME["api_keys"].spec() == {"type": "list", "default": [], "elements": "str", "no_log": True}
+    assert "api_keys" not in gateway.module_settings_spec()["options"]
+    assert set(gateway.BY_NAME) == set(gateway.GatewaySettings.__dataclass_fields__)

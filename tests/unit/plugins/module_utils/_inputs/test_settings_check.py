@@ -3,6 +3,7 @@ with hostile values, each refused with its role variable, the value and the acce
 
 import pytest
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.settings import gateway_settings
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.settings_check import (
     setting_problem,
     settings_errors,
@@ -60,3 +61,10 @@ def test_only_the_settings_given_are_checked():
         "llama_server_home (settings.home) = '/a b': it holds ' '; accepted: an absolute, normalised path (no //, "
         ". or .. parts, no trailing /) of letters, digits and / . _ + @ ~ , : = % - (no blanks, quotes, "
         "backslashes or control characters)"]
+
+
+def test_both_roles_say_a_form_in_the_same_words():
+    instance = setting_problem(BY_NAME["docker_config"], "relative")
+    _settings, errors = gateway_settings({"allow_open": True, "tls_certificate": "relative"})
+    assert "; accepted: empty, or an absolute, normalised path" in instance
+    assert errors[0].startswith("llama_gateway_tls_certificate='relative' is not valid: expected empty, or an absolute")
