@@ -37,7 +37,10 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner impor
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.access import api_key_in_effect
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.argv_tokens import arg_value, has_any_flag
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.context_size import DEFAULT_CTX
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.context_size import (
+    DEFAULT_CTX,
+    DEFAULT_UBATCH,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.errors import PlanError
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.expectations import (
     MODEL_FLAGS,
@@ -108,7 +111,7 @@ __all__ = [
 DEFAULTS = {
     "CTX": DEFAULT_CTX,
     "BATCH": "2048",
-    "UBATCH": "512",
+    "UBATCH": str(DEFAULT_UBATCH),
     "HOST": DEFAULT_HOST,
     "PORT": DEFAULT_PORT,
     "PARALLEL": "1",
