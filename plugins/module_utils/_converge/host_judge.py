@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import fleet_readings, host, instance
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.step import Request
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.step import Request, plan_of
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import (
     LOCK_PATH,
     UNIT_DIR,
@@ -33,12 +33,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.dep
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.inputs import Card
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.readings import HostReading, PlacedReplica
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.access import effective_port
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.plan_request import (
-    plan_from_params,
-    with_defaults,
-)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.service import Runner
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.instance_request import plan_request
 
 
 def argument_spec() -> dict:
@@ -177,13 +172,10 @@ def estimate_here(params: Mapping, deployment: Mapping, engine: str, gpus: Seque
     settings = params["settings"]
     request = Request(name=replica_name(str(deployment["name"]), 0), preset=preset, settings=settings, engine=engine,
                       environment=dict(deployment.get("environment") or {}))
-    options = plan_request(request.name, request.preset, request.service_environment, has_key=False,
-                           engine=engine, settings=settings)
-    options["check_port"] = False
-    planned = plan_from_params(with_defaults(options), check_mode=True)
-    if planned.failure:
-        return {"known": False, "why_unknown": planned.failure.splitlines()[0]}
-    return planned.result.get("memory") or {}
+    outcome = plan_of(request, check_mode=True, check_port=False)
+    if outcome.failure or outcome.planned is None:
+        return {"known": False, "why_unknown": outcome.failure.splitlines()[0]}
+    return outcome.planned.plan.memory.as_dict()
 
 
 def judge_or_why(params: Mapping, run: Runner, docker_run: Runner) -> dict:
