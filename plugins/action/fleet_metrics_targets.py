@@ -13,7 +13,6 @@ import copy
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.llamafleet.llamacpp.plugins.filter.llama_gateway import fleet_host
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import scrape_targets
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner import preset_layers
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.files import read_bytes, write_atomically
@@ -36,7 +35,7 @@ def instance_presets(variables) -> dict:
 
 
 def fleet_hosts(hostvars, hosts) -> list[dict]:
-    return [{**fleet_host(hostvars, name), "presets": instance_presets(hostvars[name])} for name in hosts]
+    return [{**role_vars.fleet_host(hostvars, name), "presets": instance_presets(hostvars[name])} for name in hosts]
 
 
 class ActionModule(ActionBase):

@@ -8,15 +8,6 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway impor
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import role_vars
 
 
-def fleet_host(hostvars, name: str) -> dict:
-    """A fleet host as the gateway and the scrape targets read it: its ``name``, ``address`` (``ansible_host``) and
-    ``report`` (its rows of this run's judge or rollout; None when it has none)."""
-    variables = hostvars[name]
-    report = variables.get("llama_server_report")
-    return {"name": name, "address": variables.get("ansible_host") or name,
-            "report": list(report) if report is not None else None}
-
-
 def _keys(variables) -> dict:
     """Each present instance's API key, as the instance step takes it (preset_layers.preset_and_key)."""
     return {str(instance.get("name")): key for instance, _preset, key in role_vars.present_instances(variables)}
@@ -27,7 +18,7 @@ def gateway_servers(hostvars, hosts, keep_hosts=()) -> dict:
     host's report of this run (``llama_server_report``), address (``ansible_host``) and instances' keys. The hosts
     in ``keep_hosts`` are left to the module, which keeps their servers as the gateway has them."""
     hosts = [name for name in hosts or [] if name not in set(keep_hosts or [])]
-    fleet = [{**fleet_host(hostvars, name), "keys": _keys(hostvars[name])} for name in hosts]
+    fleet = [{**role_vars.fleet_host(hostvars, name), "keys": _keys(hostvars[name])} for name in hosts]
     if hosts and not keep_hosts and all(host["report"] is None for host in fleet):
         raise AnsibleFilterError("no host of the fleet was judged or deployed in this run, so nothing says what runs "
                                  "there: run the gateway from playbooks/deploy-llm.yml, after its judge")

@@ -27,6 +27,7 @@ LABELS = "llama_fleet_labels"
 RAM_MARGIN = "llama_fleet_ram_margin_mib"
 GPU_MARGIN = "llama_fleet_gpu_margin_mib"
 PORT_RANGE = "llama_fleet_port_range"
+REPORT = "llama_server_report"  # a host's rows of this run's judge or rollout
 
 
 def _given(variables: Mapping, name: str, default=None):
@@ -75,3 +76,12 @@ def present_instances(variables: Mapping) -> list[tuple[Mapping, dict, str]]:
             continue
         found.append((instance, preset, key))
     return found
+
+
+def fleet_host(hostvars: Mapping, name: str) -> dict:
+    """A fleet host as the gateway and the scrape targets read it: its ``name``, ``address`` (``ansible_host``) and
+    ``report`` (its rows of this run's judge or rollout; None when it has none)."""
+    variables = hostvars[name]
+    report = variables.get(REPORT)
+    return {"name": name, "address": variables.get("ansible_host") or name,
+            "report": list(report) if report is not None else None}

@@ -1,8 +1,11 @@
 """The layers hold: the import graph of the collection's Python code, read from the sources, points one way.
 
-- The pure packages (``_layout``, ``_planner``, ``_render``, ``_judgements`` and the ``planner`` façade) import no
-  I/O package (``_probes``, ``_converge``): what decides and renders never reads or changes a host.
-- ``_probes`` (readings) does not import ``_converge`` (changes): a reading never changes anything.
+- The pure packages (``_layout``, ``_inputs``, ``_planner``, ``_render``, ``_judgements``, ``_readings``, ``_gateway``,
+  ``_placement`` and the façades) import no I/O package (``_probes``, ``_converge``): what decides and renders
+  never reads or changes a host.
+- ``_probes`` (readings) does not import ``_converge`` (changes): a reading never changes anything; nor ``_render``
+  or ``_judgements``: what reads the host neither renders files nor judges.
+- An action plugin imports no filter plugin: what both need lives in ``plugin_utils``.
 - module_utils imports nothing of the controller's plugins (actions, filters, plugin_utils).
 - No module imports itself through others: the graph has no cycle.
 """
@@ -18,9 +21,12 @@ ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = "ansible_collections.llamafleet.llamacpp"
 PURE = ("plugins.module_utils._layout", "plugins.module_utils._inputs", "plugins.module_utils._planner",
         "plugins.module_utils._gateway", "plugins.module_utils._placement", "plugins.module_utils.fleet_placement",
-        "plugins.module_utils._render", "plugins.module_utils._judgements", "plugins.module_utils.planner")
+        "plugins.module_utils._render", "plugins.module_utils._judgements", "plugins.module_utils._readings",
+        "plugins.module_utils.planner")
 IO = ("plugins.module_utils._probes", "plugins.module_utils._converge")
 CONTROLLER = ("plugins.action", "plugins.filter", "plugins.plugin_utils", "plugins.callback")
+# What a reading of the host may not depend on: what renders files from a plan and what judges readings.
+PROBES_MAY_NOT_READ = ("plugins.module_utils._render", "plugins.module_utils._judgements")
 
 
 def module_name(path: Path) -> str:
@@ -70,6 +76,10 @@ def layer_violations(edges: dict[str, set[str]]) -> list[str]:
                 found.append(f"pure {source} imports I/O {target}")
             if _in(source, ("plugins.module_utils._probes",)) and _in(target, ("plugins.module_utils._converge",)):
                 found.append(f"the probe {source} imports the converge step {target}")
+            if _in(source, ("plugins.module_utils._probes",)) and _in(target, PROBES_MAY_NOT_READ):
+                found.append(f"the probe {source} imports {target}: readings neither render nor judge")
+            if _in(source, ("plugins.action",)) and _in(target, ("plugins.filter",)):
+                found.append(f"the action {source} imports the filter {target}: what both need is in plugin_utils")
             if _in(source, ("plugins.module_utils",)) and _in(target, CONTROLLER):
                 found.append(f"target code {source} imports controller code {target}")
     return found
@@ -136,9 +146,18 @@ def test_there_is_no_cycle():
          ["the probe plugins.module_utils._probes.a imports the converge step plugins.module_utils._converge.b"], []),
         ({"plugins.module_utils._converge.a": {"plugins.plugin_utils.b"}},
          ["target code plugins.module_utils._converge.a imports controller code plugins.plugin_utils.b"], []),
+        ({"plugins.module_utils._probes.a": {"plugins.module_utils._render.b"}},
+         ["the probe plugins.module_utils._probes.a imports plugins.module_utils._render.b: readings neither render "
+          "nor judge"], []),
+        ({"plugins.module_utils._probes.a": {"plugins.module_utils._judgements.b"}},
+         ["the probe plugins.module_utils._probes.a imports plugins.module_utils._judgements.b: readings neither "
+          "render nor judge"], []),
+        ({"plugins.action.a": {"plugins.filter.b"}},
+         ["the action plugins.action.a imports the filter plugins.filter.b: what both need is in plugin_utils"], []),
         ({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}, [], [["a", "b", "c"]]),
     ],
-    ids=["pure to io", "probe to converge", "target to controller", "cycle"],
+    ids=["pure to io", "probe to converge", "target to controller", "probe to render", "probe to judgements",
+         "action to filter", "cycle"],
 )
 def test_the_checks_can_fail(edges, violations, loops):
     assert (layer_violations(edges), cycles(edges)) == (violations, loops)
