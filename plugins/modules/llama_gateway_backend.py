@@ -74,6 +74,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.gate
     rotate,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.runtime_api import (  # noqa: E402
+    DRAIN_TIMEOUT,
     server_names,
 )
 
@@ -83,7 +84,7 @@ def main() -> None:
         argument_spec={
             "instances": {"type": "list", "elements": "dict", "required": True},
             "state": {"type": "str", "choices": ["drained", "ready"], "required": True},
-            "timeout_s": {"type": "int", "default": 300},
+            "timeout_s": {"type": "int", "default": DRAIN_TIMEOUT.default},
             "admin_socket": {"type": "path", "default": "/run/haproxy/admin.sock"},
         },
         supports_check_mode=True,

@@ -19,6 +19,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.fleet_routes import server_name
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.settings import BY_NAME
+
+# The drain's wait: its default and range are the gateway setting's (llama_gateway_drain_timeout_s).
+DRAIN_TIMEOUT = BY_NAME["drain_timeout_s"]
 
 # What HAProxy says of a server's status in show stat: "UP", "DOWN", "DRAIN", "MAINT", "MAINT (via ...)",
 # "UP 1/2" (going down), "DOWN 1/2" (going up), "NOLB", "no check".
@@ -56,8 +60,9 @@ def _number(text: str) -> int:
 def server_names(instances: Iterable[Mapping], timeout_s: int) -> tuple[list[str], str]:
     """The gateway's server names of the instances to drain or put back (each ``host`` and ``instance``), or why the
     request is refused ("" when it is not)."""
-    if not 0 <= timeout_s <= 86400:
-        return [], f"timeout_s={timeout_s}: a drain waits from 0 to 86400 seconds"
+    low, high = DRAIN_TIMEOUT.bounds
+    if not low <= timeout_s <= high:
+        return [], f"timeout_s={timeout_s}: a drain waits from {low} to {high} seconds"
     names = []
     for index, entry in enumerate(instances):
         host, instance = str(entry.get("host") or ""), str(entry.get("instance") or "")
