@@ -16,11 +16,14 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.files import read_bytes, write_atomically
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.fleet_summary import fleet_summary_markdown
 
+GATEWAY_URL = "llama_gateway_url"  # set by the llama_gateway role
+
 ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
     "path": {"type": "str", "default": "./fleet-summary.md"},
     "title": {"type": "str", "default": "llama-server fleet"},
     "gateways": {"type": "list", "elements": "str", "default": []},
+    "gateway_hosts": {"type": "list", "elements": "str", "default": []},
     "deployments": {"type": "list", "elements": "dict", "default": []},
 }
 
@@ -41,8 +44,11 @@ class ActionModule(ActionBase):
         del tmp
         # A copy: Ansible fills a dict option's default in place, which would change the spec for the next task.
         _validation, args = self.validate_argument_spec(argument_spec=copy.deepcopy(ARGUMENT_SPEC))
-        text = fleet_summary_markdown(args["hosts"], (task_vars or {}).get("hostvars") or {}, args["title"],
-                                      args["gateways"], args["deployments"])
+        hostvars = (task_vars or {}).get("hostvars") or {}
+        # A gateway host's URL is known once its role ran (llama_gateway_url); one that never got there has none.
+        urls = [*args["gateways"], *(url for name in args["gateway_hosts"]
+                                      if (url := (hostvars.get(name) or {}).get(GATEWAY_URL)))]
+        text = fleet_summary_markdown(args["hosts"], hostvars, args["title"], urls, args["deployments"])
         if args["path"]:
             try:
                 write_if_different(args["path"], text)

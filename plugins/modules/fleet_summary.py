@@ -43,6 +43,13 @@ options:
     type: list
     elements: str
     default: []
+  gateway_hosts:
+    description:
+      - The fleet's gateway hosts; the URL of each one the C(llamafleet.llamacpp.llama_gateway) role configured
+        (its fact C(llama_gateway_url)) is printed like those of O(gateways), after them.
+    type: list
+    elements: str
+    default: []
   deployments:
     description:
       - The placed deployments (RV(llamafleet.llamacpp.fleet_deployments#module:deployments)), printed after the

@@ -11,6 +11,9 @@ from collections.abc import Iterable, Mapping
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import role_vars
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.fleet_run import JUDGED, STARTED, STATUS
+
 COLUMNS = (
     ("host", "Host"),
     ("instance", "Instance"),
@@ -32,14 +35,11 @@ COLUMNS = (
 KEYS = tuple(key for key, header in COLUMNS)
 HEADERS = tuple(header for key, header in COLUMNS)
 
-# What the deploy play records per host (see playbooks/deploy-llm.yml).
-STATUS_VAR = "llama_fleet_status"
-REPORT_VAR = "llama_server_report"
+# What the deploy play records per host (see playbooks/deploy-llm.yml): its status (plugin_utils/fleet_run.py),
+# its report rows, and why it failed.
+STATUS_VAR = STATUS
+REPORT_VAR = role_vars.REPORT
 ERROR_VAR = "llama_server_failure"
-# llama_fleet_status values: judged (the first play found work there) or ok (nothing to do); started when its
-# batch starts, ok when it ends, failed by a rescue. No status: the first play lost the host.
-STARTED = "started"
-JUDGED = "judged"
 NOT_DONE = ("failed", "unreachable", "not run")
 DETAIL_MAX = 120
 

@@ -25,25 +25,27 @@ def test_the_deploy_playbook_loads(playbook):
 
 
 def _rollout_batches(tmp_path, hosts: dict, gateways: dict | None = None) -> list[list[str]]:
-    """The deploy playbook's own judge-play vars, its gateway play's ordering task and its rollout play's hosts and
-    serial, on local hosts whose group_by results arrive in reverse order (the later hosts sleep less): the batches
-    it runs."""
+    """The deploy playbook's own run step (fleet_run), its rollout play (fleet_rollout) and its deploy play's hosts
+    and serial, on local hosts whose judgements arrive in reverse order (the later hosts sleep less): the batches it
+    runs."""
     root = os.path.dirname(os.path.abspath(conftest.__file__))
     with open(os.path.join(root, "playbooks", "deploy_llm.yml"), encoding="utf-8") as handle:
         plays = yaml.safe_load(handle)
     judge = next(play for play in plays if play["name"] == "Judge the fleet against its plans")
-    gateway = next(play for play in plays if play["name"] == "Configure the fleet's gateways from what runs")
-    order = next(task for task in gateway["tasks"] if task["name"] == "Order the rollout's batches")
+    run = next(task for task in judge["tasks"] if task["name"] == "Say which hosts this run holds")
+    order = next(play for play in plays if play["name"] == "Order the rollout")
     deploy = next(play for play in plays if play["name"] == "Deploy llama-server")
+    defaults = [os.path.join(root, "playbooks", "vars", "fleet.yml")]
     harness = [
-        {"name": "Judge", "hosts": "llama_fleet", "gather_facts": False, "vars": judge["vars"], "tasks": [
-            # The key is templated in each host's worker: the sleep orders the group_by results themselves.
-            {"ansible.builtin.group_by": {
-                "key": "{{ lookup('ansible.builtin.pipe', 'sleep ' ~ delay) }}{{ group }}"}}]},
-        {"name": "Gateways", "hosts": gateway["hosts"], "gather_facts": False, "vars": judge["vars"],
-         "tasks": [order]},
+        {"name": "Judge", "hosts": judge["hosts"], "gather_facts": False, "vars_files": defaults,
+         "vars": judge["vars"], "tasks": [
+             run,
+             # The status is templated in each host's worker: the sleep orders the judgements themselves.
+             {"ansible.builtin.set_fact": {
+                 "llama_fleet_status": "{{ lookup('ansible.builtin.pipe', 'sleep ' ~ delay) }}{{ status }}"}}]},
+        {**{key: order[key] for key in ("name", "hosts", "gather_facts", "vars", "tasks")}, "vars_files": defaults},
         {"name": "Roll out", "hosts": deploy["hosts"], "serial": deploy["serial"], "gather_facts": False,
-         "vars": judge["vars"],
+         "vars_files": defaults, "vars": judge["vars"],
          "tasks": [{"ansible.builtin.debug": {"msg": "batch {{ ansible_play_batch | join(',') }}"}, "run_once": True}]},
     ]
     (tmp_path / "play.yml").write_text(yaml.safe_dump(harness))
@@ -63,15 +65,15 @@ def _rollout_batches(tmp_path, hosts: dict, gateways: dict | None = None) -> lis
 
 def test_the_rollout_takes_its_hosts_in_inventory_order(tmp_path):
     """The canary is the first host of the inventory that has work, whichever host's judgement came back first
-    (taken from the group as filled, h4 would be the canary); one host has no work."""
+    (in the order the judgements arrived, h4 would be the canary); one host has no work."""
     batches = _rollout_batches(tmp_path, {
-        "h1": {"delay": 3, "group": "_llama_fleet_rollout"}, "h2": {"delay": 2, "group": "_llama_fleet_current"},
-        "h3": {"delay": 1, "group": "_llama_fleet_rollout"}, "h4": {"delay": 0, "group": "_llama_fleet_rollout"}})
+        "h1": {"delay": 3, "status": "judged"}, "h2": {"delay": 2, "status": "ok"},
+        "h3": {"delay": 1, "status": "judged"}, "h4": {"delay": 0, "status": "judged"}})
     assert batches == [["h1"], ["h3", "h4"]]
 
 
 def _host(delay):
-    return {"delay": delay, "group": "_llama_fleet_rollout",
+    return {"delay": delay, "status": "judged",
             "_llama_server_judgement": {"current": False, "work": {"all": False, "instances": ["main"]}}}
 
 

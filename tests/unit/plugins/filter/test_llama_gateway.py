@@ -1,5 +1,5 @@
-"""The gateway role's filters (filter/llama_gateway.py): routes from the fleet's reports, what to drain and put
-back, and the rollout's order."""
+"""The gateway role's filters (filter/llama_gateway.py): routes from the fleet's reports, and what to put back
+(what to drain and the rollout's order: tests/unit/plugins/plugin_utils/test_fleet_run.py)."""
 
 import pytest
 from ansible.errors import AnsibleFilterError
@@ -54,23 +54,6 @@ def test_absent_and_broken_instances_have_no_key():
     assert filters._keys(variables) == {}
 
 
-INSTANCES = [{"name": "main"}, {"name": "old", "state": "absent"}, "not a dict"]
-
-
-@pytest.mark.parametrize(
-    ("judgement", "drained"),
-    [
-        ({"current": True, "work": {"all": False, "instances": []}}, []),
-        ({"current": False, "work": {"all": False, "instances": ["main"]}}, ["main"]),
-        ({"current": False, "work": {"all": False, "instances": ["old"]}}, ["old"]),
-        ({"current": False, "work": {"all": True, "instances": []}}, ["main", "old"]),  # the engine changes
-        ({"current": False}, ["main", "old"]),  # a judgement of an older collection
-        (None, ["main", "old"]),
-    ],
-)
-def test_restarting_instances(judgement, drained):
-    expected = [{"host": "h1", "instance": name} for name in drained]
-    assert filters.restarting_instances(judgement, "h1", INSTANCES) == expected
 
 
 @pytest.mark.parametrize(
@@ -81,17 +64,6 @@ def test_deployed_instances(rows, back):
     assert filters.deployed_instances(rows, "h1") == [{"host": "h1", "instance": name} for name in back]
 
 
-def test_rollout_plan():
-    def judged(*names):
-        return {"_llama_server_judgement": {"current": not names, "work": {"all": False, "instances": list(names)}}}
-
-    hostvars = {"a": judged("main"), "b": judged("main"), "c": judged("main"), "d": judged()}
-    models = [{"name": "m", "replicas": ["a/main", "b/main", "d/main"]}, {"name": "n", "replicas": ["c/main"]}]
-    # m has three replicas in rotation (d restarts nothing): a and b may go together.
-    expected = {"order": ["a", "b", "c"], "serial": [3]}
-    assert filters.rollout_plan(hostvars, ["a", "b", "c"], ["100%"], models) == expected
-    two = [{"name": "m", "replicas": ["a/main", "b/main"]}, {"name": "n", "replicas": ["c/main"]}]
-    assert filters.rollout_plan(hostvars, ["a", "b", "c"], "100%", two) == {"order": ["a", "c", "b"], "serial": [2, 1]}
-    # No gateway routes: the operator's batches.
-    assert filters.rollout_plan(hostvars, ["a", "b", "c"], [1, "100%"]) == {"order": ["a", "b", "c"], "serial": [1, 2]}
-    assert filters.rollout_plan(hostvars, [], [1], models) == {"order": [], "serial": []}
+def test_the_filters_are_registered():
+    assert set(filters.FilterModule().filters()) == {"gateway_servers", "restarting_instances", "deployed_instances",
+                                                      "unfinished_hosts"}

@@ -7,7 +7,8 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge impo
 from ansible_collections.llamafleet.llamacpp.plugins.modules import llama_gateway_backend
 from tests.unit.support.module_runner import run_module
 
-H1, H2 = {"host": "h1", "instance": "main"}, {"host": "h2", "instance": "main"}
+H1 = {"host": "h1", "instance": "main"}
+H2 = {"host": "h2", "instance": "main"}
 NOBODY = {"host": "nobody", "instance": "main"}
 
 

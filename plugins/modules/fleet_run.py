@@ -1,0 +1,72 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, llamafleet maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+# The code is the action plugin plugins/action/fleet_run.py; it runs on the controller only.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: fleet_run
+short_description: Say which hosts a run of the deploy playbook holds, on the controller
+version_added: "0.3.0"
+description:
+  - The deploy playbook's first step. Sets the fact C(llama_fleet_run) - its C(hosts) (O(hosts), the fleet's hosts
+    within C(--limit)), its C(inventory_hosts) (O(inventory_hosts), the fleet's hosts whatever the limit) and its
+    C(gateways) (the hosts of the inventory group O(gateway_group), none without it) - which the playbook's plays
+    read by name. Delegate its facts to C(localhost) so that every play of the run can read them.
+  - Nothing runs on a host.
+author:
+  - llamafleet maintainers (@llamafleet)
+extends_documentation_fragment:
+  - llamafleet.llamacpp.attributes
+  - llamafleet.llamacpp.attributes.action
+options:
+  hosts:
+    description: The run's hosts, in inventory order (the judge play's C(ansible_play_hosts_all)).
+    type: list
+    elements: str
+    required: true
+  inventory_hosts:
+    description: Every host of the fleet's pattern (C(llama_fleet_hosts)), whatever C(--limit) leaves out.
+    type: list
+    elements: str
+    required: true
+  gateway_group:
+    description: The inventory group of the fleet's gateways (C(llama_fleet_gateway_group)).
+    type: str
+    required: true
+seealso:
+  - module: llamafleet.llamacpp.fleet_rollout
+attributes:
+  action:
+    details: Runs on the controller only; nothing is sent to a host.
+  check_mode:
+    details: Sets its fact in check mode too (nothing changes either way).
+  platform:
+    details: The controller.
+"""
+
+EXAMPLES = r"""
+- name: Say which hosts this run holds
+  llamafleet.llamacpp.fleet_run:
+    hosts: "{{ ansible_play_hosts_all }}"
+    inventory_hosts: "{{ query('ansible.builtin.inventory_hostnames', 'llama_fleet') }}"
+    gateway_group: llama_fleet_gateway
+  delegate_to: localhost
+  delegate_facts: true
+  run_once: true
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: The run, as C(llama_fleet_run).
+  returned: always
+  type: dict
+  contains:
+    llama_fleet_run:
+      description: C(hosts), C(inventory_hosts) and C(gateways), each a list of inventory names.
+      returned: always
+      type: dict
+"""

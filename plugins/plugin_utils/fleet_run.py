@@ -1,0 +1,80 @@
+# Copyright: (c) 2026, llamafleet maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The deploy playbook's run on the controller: which hosts it holds, and in which order and batches it rolls out.
+
+Computed once, in Python, by the actions ``fleet_run`` and ``fleet_rollout``; the playbook reads their facts by name
+(``llama_fleet_run``, ``llama_fleet_rollout``) instead of Jinja pipelines over ``hostvars`` in its plays' ``hosts``
+and ``serial``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import rollout_batches
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import role_vars
+
+RUN_FACT = "llama_fleet_run"
+ROLLOUT_FACT = "llama_fleet_rollout"
+# What the deploy playbook records per host: judged (the judge found work), ok (nothing to do, or done), started
+# (its batch began), failed (its rescue ran). No status: the judge lost the host.
+STATUS = "llama_fleet_status"
+JUDGED, STARTED, DONE, FAILED = "judged", "started", "ok", "failed"
+JUDGEMENT = "_llama_server_judgement"  # what the judge play registered on the host
+GATEWAY_MODELS = "llama_gateway_models"  # the routes a gateway's role found (each name with its replicas)
+
+
+def run_facts(hosts: Sequence[str], inventory_hosts: Sequence[str], gateway_group: str,
+              groups: Mapping[str, Sequence[str]]) -> dict:
+    """The run's hosts (the fleet's, within --limit, in inventory order), the fleet's whole inventory (what the
+    placement and the scrape targets count even outside --limit), and the fleet's gateways."""
+    return {"hosts": list(hosts), "inventory_hosts": list(inventory_hosts),
+            "gateways": list(groups.get(gateway_group) or [])}
+
+
+def restarting_instances(judgement, host: str, instances=()) -> list:
+    """The instances a judged host's rollout will restart, write or remove (the judge's ``work``): the ones a gateway
+    drains first, each as {host, instance}. When a part they share has work (the engine, a model), every instance of
+    the host (``instances``, its llama_server_instances)."""
+    judgement = judgement or {}
+    if judgement.get("current", False):
+        return []
+    work = judgement.get("work") or {"all": True}
+    if work.get("all"):
+        names = [str(item.get("name")) for item in instances or [] if isinstance(item, dict) and item.get("name")]
+    else:
+        names = [str(name) for name in work.get("instances") or []]
+    return [{"host": host, "instance": name} for name in names]
+
+
+def rollout_plan(hostvars: Mapping, hosts: Sequence[str], serial, models: Iterable[Mapping] = ()) -> dict:
+    """The rollout's hosts in order and its serial list, so that no batch takes every replica of a model out of the
+    gateway's rotation (rollout_batches.rollout_batches): ``models`` are the gateway's routes (each ``name`` with
+    its ``replicas``, as ``host/instance``), and what each host's rollout restarts comes from its judgement."""
+    hosts = list(hosts or [])
+    serial = list(serial) if isinstance(serial, (list, tuple)) else [serial]
+    models = list(models or [])
+    replicas = {str(model["name"]): len(model.get("replicas") or []) for model in models}
+    restarts = {}
+    for name in hosts:
+        variables = hostvars[name]
+        drained = {f"{name}/{entry['instance']}" for entry in restarting_instances(
+            variables.get(JUDGEMENT), name, role_vars.host_instances(variables))}
+        restarts[name] = [str(model["name"]) for model in models if drained & set(model.get("replicas") or [])]
+    order, sizes = rollout_batches.rollout_batches(hosts, restarts, replicas, serial)
+    return {"order": order, "serial": sizes}
+
+
+def rollout(hostvars: Mapping, hosts: Sequence[str], gateways: Sequence[str], serial) -> dict:
+    """The rollout of this run: its hosts with work (the judge's status), in inventory order (the first is the
+    canary), batched by the operator's ``serial`` and, with gateways, by the models their routes hold (the first
+    gateway that has routes speaks for all: they route the same fleet)."""
+    work = [name for name in hosts if (hostvars.get(name) or {}).get(STATUS) == JUDGED]
+    models = next((hostvars[name][GATEWAY_MODELS] for name in gateways
+                   if (hostvars.get(name) or {}).get(GATEWAY_MODELS) is not None), [])
+    return rollout_plan(hostvars, work, serial, models)
+
+
+def unfinished(hostvars: Mapping, hosts: Sequence[str]) -> list[str]:
+    """The rollout's hosts it did not finish: their batch never ran, or they were lost on the way."""
+    return [name for name in hosts if (hostvars.get(name) or {}).get(STATUS) not in (DONE, FAILED)]
