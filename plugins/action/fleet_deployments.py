@@ -9,10 +9,6 @@ candidate's free memory, before any host changes (the playbook's rescue fails ev
 
 from __future__ import annotations
 
-import copy
-
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.deployments import (
     deployment_versions,
     host_changes,
@@ -22,6 +18,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.dep
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.readings import HostReading
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.fleet_placement import PlacementError, place
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import role_vars
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.controller_action import ControllerAction
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.placement_view import fleet_placement_table, plain
 
 ARGUMENT_SPEC = {
@@ -31,15 +28,12 @@ ARGUMENT_SPEC = {
 }
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False  # nothing runs on a host
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        _validation, args = self.validate_argument_spec(argument_spec=copy.deepcopy(ARGUMENT_SPEC))
-        hostvars = (task_vars or {}).get("hostvars") or {}
+    def act(self, args: dict, task_vars: dict) -> dict:
+        result: dict = {}
+        hostvars = task_vars.get("hostvars") or {}
         left_out = [host for host in args["fleet"] or [] if host not in args["hosts"]]
         if left_out:
             # The replicas of the hosts left out are not known: placing without them could run a replica twice.

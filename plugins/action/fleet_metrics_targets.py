@@ -9,14 +9,11 @@ file is what a Prometheus reads).
 
 from __future__ import annotations
 
-import copy
-
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import scrape_targets
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner import preset_layers
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.files import read_bytes, write_atomically
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import role_vars
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.controller_action import ControllerAction
 
 ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
@@ -38,14 +35,11 @@ def fleet_hosts(hostvars, hosts) -> list[dict]:
     return [{**role_vars.fleet_host(hostvars, name), "presets": instance_presets(hostvars[name])} for name in hosts]
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False  # nothing runs on a host
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        _validation, args = self.validate_argument_spec(argument_spec=copy.deepcopy(ARGUMENT_SPEC))
+    def act(self, args: dict, task_vars: dict) -> dict:
+        result: dict = {}
         path = args["path"]
         try:
             before = read_bytes(path)
@@ -60,7 +54,7 @@ class ActionModule(ActionBase):
         if args["validate_only"]:
             return {**result, "changed": False, "path": path}
 
-        hostvars = (task_vars or {}).get("hostvars") or {}
+        hostvars = task_vars.get("hostvars") or {}
         gateways = [{"name": name, "metrics_url": hostvars[name].get("llama_gateway_metrics_url")}
                     for name in args["gateways"]]
         inventory = [*(args["inventory_hosts"] if args["inventory_hosts"] is not None else args["hosts"]),

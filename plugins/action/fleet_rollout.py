@@ -5,10 +5,7 @@ batch sizes, as the fact ``llama_fleet_rollout`` (plugin_utils/fleet_run.py) tha
 
 from __future__ import annotations
 
-import copy
-
-from ansible.plugins.action import ActionBase
-
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.controller_action import ControllerAction
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.fleet_run import ROLLOUT_FACT, rollout
 
 ARGUMENT_SPEC = {
@@ -18,20 +15,13 @@ ARGUMENT_SPEC = {
 }
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False  # nothing runs on a host
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        _validation, args = self.validate_argument_spec(argument_spec=copy.deepcopy(ARGUMENT_SPEC))
-        hostvars = (task_vars or {}).get("hostvars") or {}
+    def act(self, args: dict, task_vars: dict) -> dict:
         try:
-            planned = rollout(hostvars, args["hosts"], args["gateways"], args["serial"])
+            planned = rollout(task_vars.get("hostvars") or {}, args["hosts"], args["gateways"], args["serial"])
         except (TypeError, ValueError) as err:
-            result.update(failed=True, msg=f"llama_fleet_serial {args['serial']!r}: {err}; accepted: a number, "
-                                           "a percentage (\"25%\") or a list of them, as a play's serial")
-            return result
-        result.update(changed=False, ansible_facts={ROLLOUT_FACT: planned})
-        return result
+            return {"failed": True, "msg": f"llama_fleet_serial {args['serial']!r}: {err}; accepted: a number, a "
+                                           "percentage (\"25%\") or a list of them, as a play's serial"}
+        return {"changed": False, "ansible_facts": {ROLLOUT_FACT: planned}}

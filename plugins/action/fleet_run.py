@@ -5,10 +5,7 @@
 
 from __future__ import annotations
 
-import copy
-
-from ansible.plugins.action import ActionBase
-
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.controller_action import ControllerAction
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.fleet_run import RUN_FACT, run_facts
 
 ARGUMENT_SPEC = {
@@ -18,15 +15,9 @@ ARGUMENT_SPEC = {
 }
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False  # nothing runs on a host
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        _validation, args = self.validate_argument_spec(argument_spec=copy.deepcopy(ARGUMENT_SPEC))
-        facts = run_facts(args["hosts"], args["inventory_hosts"], args["gateway_group"],
-                          (task_vars or {}).get("groups") or {})
-        result.update(changed=False, ansible_facts={RUN_FACT: facts})
-        return result
+    def act(self, args: dict, task_vars: dict) -> dict:
+        facts = run_facts(args["hosts"], args["inventory_hosts"], args["gateway_group"], task_vars.get("groups") or {})
+        return {"changed": False, "ansible_facts": {RUN_FACT: facts}}

@@ -9,11 +9,8 @@ not managed state).
 
 from __future__ import annotations
 
-import copy
-
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.files import read_bytes, write_atomically
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.controller_action import ControllerAction
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.fleet_summary import fleet_summary_markdown
 
 GATEWAY_URL = "llama_gateway_url"  # set by the llama_gateway role
@@ -35,16 +32,11 @@ def write_if_different(path: str, text: str) -> None:
         write_atomically(path, data, 0o644, make_dirs=False)
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False  # nothing runs on a host
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        # A copy: Ansible fills a dict option's default in place, which would change the spec for the next task.
-        _validation, args = self.validate_argument_spec(argument_spec=copy.deepcopy(ARGUMENT_SPEC))
-        hostvars = (task_vars or {}).get("hostvars") or {}
+    def act(self, args: dict, task_vars: dict) -> dict:
+        hostvars = task_vars.get("hostvars") or {}
         # A gateway host's URL is known once its role ran (llama_gateway_url); one that never got there has none.
         urls = [*args["gateways"], *(url for name in args["gateway_hosts"]
                                       if (url := (hostvars.get(name) or {}).get(GATEWAY_URL)))]
@@ -53,8 +45,6 @@ class ActionModule(ActionBase):
             try:
                 write_if_different(args["path"], text)
             except OSError as err:
-                result.update(failed=True, msg=f"cannot write the fleet summary to {args['path']}: {err}")
-                return result
+                return {"failed": True, "msg": f"cannot write the fleet summary to {args['path']}: {err}"}
         # Shown like a debug message by the stdout callbacks, without -v: the summary is what the run is for.
-        result.update(changed=False, msg=text.splitlines(), path=args["path"], _ansible_verbose_always=True)
-        return result
+        return {"changed": False, "msg": text.splitlines(), "path": args["path"], "_ansible_verbose_always": True}

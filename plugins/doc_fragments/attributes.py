@@ -33,3 +33,12 @@ attributes:
     description: Cannot run asynchronously.
     support: none
 """
+
+    # An action that runs on the controller alone (plugin_utils/controller_action.py), with the two above.
+    CONTROLLER = r"""
+attributes:
+  action:
+    details: Runs on the controller only; nothing is sent to a host.
+  platform:
+    details: The controller.
+"""

@@ -28,6 +28,7 @@ author:
 extends_documentation_fragment:
   - llamafleet.llamacpp.attributes
   - llamafleet.llamacpp.attributes.action
+  - llamafleet.llamacpp.attributes.controller
 options:
   deployments:
     description: The fleet's deployments (C(llama_fleet_deployments)), as the judge checked them.
@@ -46,12 +47,8 @@ options:
 seealso:
   - module: llamafleet.llamacpp.llama_server_host
 attributes:
-  action:
-    details: Runs on the controller only; nothing is sent to a host.
   check_mode:
     details: Places in check mode too (nothing changes either way).
-  platform:
-    details: The controller.
 """
 
 EXAMPLES = r"""

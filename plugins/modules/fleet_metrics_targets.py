@@ -32,6 +32,7 @@ author:
 extends_documentation_fragment:
   - llamafleet.llamacpp.attributes
   - llamafleet.llamacpp.attributes.action
+  - llamafleet.llamacpp.attributes.controller
 options:
   hosts:
     description: The fleet hosts of this run (their C(llama_server_report), C(llama_server_instances) and
@@ -65,15 +66,11 @@ seealso:
     description: The format of the file.
     link: https://prometheus.io/docs/prometheus/latest/configuration/configuration/#file_sd_config
 attributes:
-  action:
-    details: Runs on the controller only; nothing is sent to a host.
   check_mode:
     support: full
     details: Says whether the file would change, and writes nothing.
   diff_mode:
     support: full
-  platform:
-    details: The controller.
 """
 
 EXAMPLES = r"""

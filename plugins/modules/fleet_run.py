@@ -22,6 +22,7 @@ author:
 extends_documentation_fragment:
   - llamafleet.llamacpp.attributes
   - llamafleet.llamacpp.attributes.action
+  - llamafleet.llamacpp.attributes.controller
 options:
   hosts:
     description: The run's hosts, in inventory order (the judge play's C(ansible_play_hosts_all)).
@@ -40,12 +41,8 @@ options:
 seealso:
   - module: llamafleet.llamacpp.fleet_rollout
 attributes:
-  action:
-    details: Runs on the controller only; nothing is sent to a host.
   check_mode:
     details: Sets its fact in check mode too (nothing changes either way).
-  platform:
-    details: The controller.
 """
 
 EXAMPLES = r"""

@@ -22,6 +22,7 @@ author:
 extends_documentation_fragment:
   - llamafleet.llamacpp.attributes
   - llamafleet.llamacpp.attributes.action
+  - llamafleet.llamacpp.attributes.controller
 options:
   hosts:
     description: The hosts of the table, in order.
@@ -61,12 +62,8 @@ options:
 seealso:
   - module: llamafleet.llamacpp.llama_server_host
 attributes:
-  action:
-    details: Runs on the controller only; nothing is sent to a host.
   check_mode:
     details: Writes the summary in check mode too (it is a report of the run, not managed state).
-  platform:
-    details: The controller.
 """
 
 EXAMPLES = r"""

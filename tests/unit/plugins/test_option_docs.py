@@ -28,6 +28,8 @@ SPECS = {
     "fleet_summary": _spec("action.fleet_summary.ARGUMENT_SPEC"),
     "fleet_metrics_targets": _spec("action.fleet_metrics_targets.ARGUMENT_SPEC"),
     "fleet_deployments": _spec("action.fleet_deployments.ARGUMENT_SPEC"),
+    "fleet_run": _spec("action.fleet_run.ARGUMENT_SPEC"),
+    "fleet_rollout": _spec("action.fleet_rollout.ARGUMENT_SPEC"),
 }
 
 
