@@ -153,6 +153,19 @@ def rotate(api: RuntimeSocket, servers: Iterable[str], state: str, timeout_s: fl
         yield drain(api, server, timeout_s, lock_path=DRAIN_LOCK) if state == "drained" else ready(api, server)
 
 
+def rotate_all(api: RuntimeSocket, servers: Iterable[str], state: str, timeout_s: float,
+               check_mode: bool) -> tuple[dict, str]:
+    """``rotate`` over every server: (the module's result, why it stopped or ""). A GatewayError stops the
+    rotation; the result then holds the servers done before it (``servers``, no ``changed``)."""
+    results: list[dict] = []
+    try:
+        for result in rotate(api, servers, state, timeout_s, check_mode):
+            results.append(result)
+    except GatewayError as err:
+        return {"servers": results}, str(err)
+    return {"changed": any(entry.get("changed") for entry in results), "servers": results}, ""
+
+
 def check_config(run: Runner, haproxy: str, text: str, directory: str) -> str:
     """HAProxy's own parser on the text, written to a private file next to the configuration; its complaint
     ("" when it accepts the file). ``run`` runs a command as AnsibleModule.run_command does: (rc, out, err)."""
@@ -208,8 +221,10 @@ def write_config(raw_settings: Mapping, servers: Sequence[Mapping], server_keys:
               "default_model": haproxy_config.default_model(settings, files.routes),
               "models": config_file.routed_models(files.routes)}
     if diff:
-        result["diff"] = {"before": config_file.masked(before, server_keys.values()),
-                          "after": config_file.masked(files.config, server_keys.values()),
+        # Every engine key either text can hold: the given ones, and those of the routes file, which the previous
+        # configuration was written with and the kept hosts' servers still use.
+        keys = [*server_keys.values(), *config_file.routes_keys(routes_before)]
+        result["diff"] = {"before": config_file.masked(before, keys), "after": config_file.masked(files.config, keys),
                           "before_header": path, "after_header": path}
     if result["reload"]:
         _check_and_prepare(settings, files.config, before, result, haproxy=haproxy, run=run, check_mode=check_mode)

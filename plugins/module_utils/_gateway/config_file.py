@@ -62,6 +62,16 @@ def keeps_foreign_copy(config_before: str, copy_exists: bool) -> bool:
     return bool(config_before) and not config_before.startswith(f"# {HEADER}") and not copy_exists
 
 
+def routes_keys(routes_before: str) -> list[str]:
+    """The engines' keys a routes file holds (its text; none when it is not a routes file)."""
+    try:
+        before = json.loads(routes_before or "{}")
+    except ValueError:
+        return []
+    keys = before.get("server_keys") if isinstance(before, dict) else None
+    return [str(key) for key in keys.values()] if isinstance(keys, dict) else []
+
+
 def masked(text: str, keys: Iterable[str]) -> str:
     for key in keys:
         if key:

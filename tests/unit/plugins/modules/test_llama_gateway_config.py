@@ -146,3 +146,22 @@ def test_a_state_that_cannot_be_saved_is_a_warning(tmp_path, etc, capsys):
     # ansible-core 2.19 returns warnings as structures, older ones as strings.
     assert "the servers' states were not saved before the reload" in json.dumps(result["warnings"])
     assert os.path.exists(etc / "haproxy.cfg")
+
+
+def test_the_diff_masks_every_engine_key_either_file_holds(tmp_path, etc, capsys):
+    """An engine's old key (in the configuration being replaced) and a kept host's key (taken from the routes file,
+    not given) are masked too, not only the keys the task was given."""
+    other = {**SERVER, "host": "h2", "address": "10.0.0.2", "model": "beta"}
+    run_module(llama_gateway_config.main, _args(tmp_path, servers=[SERVER, other],
+                                                server_keys={"h1:main": ENGINE_KEY, "h2:main": "engine-key-h2-03"}),
+               capsys)
+    rotated = run_module(llama_gateway_config.main,
+                         _args(tmp_path, server_keys={"h1:main": "engine-key-new-04"}, keep_hosts=["h2"]),
+                         capsys, check_mode=True, diff=True)
+    text = rotated["diff"]["before"] + rotated["diff"]["after"]
+    assert rotated["changed"] is True
+    for key in (ENGINE_KEY, "engine-key-h2-03", "engine-key-new-04"):
+        assert key not in text
+        assert key not in json.dumps(rotated)
+    assert "Bearer ********" in rotated["diff"]["before"]
+    assert "Bearer ********" in rotated["diff"]["after"]

@@ -115,3 +115,14 @@ def test_gateway_files_render_the_routes_with_the_notes_in_the_header():
     assert config_file.routed_models(files.routes) == [
         {"name": "big", "backend": "model_big", "replicas": ["h2/big"]},
         {"name": "tiny", "backend": "model_tiny", "replicas": ["h1/main", "h2/main"]}]
+
+
+@pytest.mark.parametrize(
+    ("text", "keys"),
+    [('{"servers": [], "server_keys": {"h1:main": "k-0001-aaaa", "h2:main": "k-0002-bbbb"}}',
+      ["k-0001-aaaa", "k-0002-bbbb"]),
+     ("", []), ("not json", []), ("[1]", []), ('{"server_keys": "x"}', [])],
+    ids=["routes file", "none", "not json", "not an object", "keys not a mapping"],
+)
+def test_routes_keys(text, keys):
+    assert config_file.routes_keys(text) == keys
