@@ -133,18 +133,9 @@ complete:
   type: bool
 """
 
-import os  # noqa: E402
-
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.recurrent_state import is_hybrid, state_bytes  # noqa: E402
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.gguf_header import (  # noqa: E402
-    GGUFError,
-    read_gguf_info,
-    shard_family,
-    shard_family_missing,
-    shard_family_size,
-)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.model_info import model_info  # noqa: E402
 
 
 def main() -> None:
@@ -155,49 +146,10 @@ def main() -> None:
         },
         supports_check_mode=True,
     )
-    path = module.params["path"]
-    directory, name = os.path.dirname(path) or ".", os.path.basename(path)
-    missing = shard_family_missing(directory, name)
-    result = {
-        "changed": False,
-        "path": path,
-        "shards": shard_family(name),
-        "missing_shards": missing,
-        "complete": not missing,
-        "size_bytes": shard_family_size(directory, name),
-    }
-    if not os.path.isfile(path):
-        module.fail_json(msg=f"model not found: {path}", **result)
-    if missing:
-        if module.params["fail_on_incomplete"]:
-            module.fail_json(
-                msg=f"incomplete model: missing {', '.join(missing)} in {directory} — this model has "
-                f"{len(result['shards'])} files, download them all",
-                **result,
-            )
-        module.exit_json(**result)
-    try:
-        info = read_gguf_info(path)
-    except GGUFError as err:
-        module.fail_json(msg=f"{path}: not a readable GGUF file: {err}", **result)
-    f16_per_token, recurrent = state_bytes(info, "f16", "f16")
-    q8_per_token = state_bytes(info, "q8_0", "q8_0")[0]
-    result.update(
-        arch=info.arch,
-        context_length=info.context_length,
-        block_count=info.block_count,
-        head_count=info.head_count,
-        head_count_kv=info.head_count_kv,
-        embedding_length=info.embedding_length,
-        expert_count=info.expert_count,
-        kv_bytes_per_token={"f16": round(f16_per_token), "q8_0": round(q8_per_token)},
-        recurrent_state_bytes=recurrent,
-        hybrid=is_hybrid(info),
-        moe=info.expert_count > 0,
-        mtp=info.has_nextn_tensor,
-        tensor_count=info.tensor_count,
-        gguf_version=info.version,
-    )
+    info, failure = model_info(module.params["path"], module.params["fail_on_incomplete"])
+    result = {"changed": False, **info}
+    if failure:
+        module.fail_json(msg=failure, **result)
     module.exit_json(**result)
 
 

@@ -69,9 +69,8 @@ servers:
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.gateway import (  # noqa: E402
-    GatewayError,
     RuntimeSocket,
-    rotate,
+    rotate_all,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.runtime_api import (  # noqa: E402
     DRAIN_TIMEOUT,
@@ -93,14 +92,11 @@ def main() -> None:
     names, refused = server_names(params["instances"], params["timeout_s"])
     if refused:
         module.fail_json(msg=refused)
-    results = []
-    try:
-        for result in rotate(RuntimeSocket(params["admin_socket"]), names, params["state"], params["timeout_s"],
-                             module.check_mode):
-            results.append(result)
-    except GatewayError as err:
-        module.fail_json(msg=str(err), servers=results)
-    module.exit_json(changed=any(entry.get("changed") for entry in results), servers=results)
+    result, failure = rotate_all(RuntimeSocket(params["admin_socket"]), names, params["state"], params["timeout_s"],
+                                 module.check_mode)
+    if failure:
+        module.fail_json(msg=failure, **result)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -153,9 +153,7 @@ ARGUMENT_SPEC = host_judge.argument_spec()
 
 def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    for key in module.params["keys"].values():
-        if key:
-            module.no_log_values.add(str(key))
+    module.no_log_values.update(str(key) for key in module.params["keys"].values() if key)
     docker_env = docker_environment(module.params["settings"])
     result = host_judge.judge_or_why(module.params, lambda argv: module.run_command(list(argv)),
                                      lambda argv: module.run_command(list(argv), environ_update=docker_env))

@@ -77,20 +77,17 @@ previous:
   type: dict
 """
 
-import fcntl  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import time  # noqa: E402
-
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.rollout_lock import (  # noqa: E402
+    LeaseRefused,
+    hold,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.rollout_lock import (  # noqa: E402
     LockHeld,
-    decide,
     holder_id,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import (  # noqa: E402
-    LOCK_LEASE_BOUNDS,
     LOCK_LEASE_S,
     LOCK_PATH,
 )
@@ -107,42 +104,12 @@ def main() -> None:
         },
         supports_check_mode=True,
     )
-    params = module.params
-    low, high = LOCK_LEASE_BOUNDS
-    if not low <= params["lease_s"] <= high:
-        module.fail_json(msg=f"lease_s={params['lease_s']}: a lease is from {low} to {high} seconds")
-    path = params["path"]
-    me = {str(k): v for k, v in params["holder"].items()}
-    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
-    # The file is opened, never replaced: flock on it serialises the read-decide-write of two rollouts.
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        with os.fdopen(os.dup(fd), "r+", encoding="utf-8") as handle:
-            text = handle.read()
-            try:
-                current = json.loads(text) if text.strip() else {}
-            except ValueError:
-                current = {}
-            current = current if isinstance(current, dict) else {}
-            try:
-                decision = decide(current, me, state=params["state"], lease_s=params["lease_s"],
-                                  take_over=params["take_over"], now=int(time.time()), path=path)
-            except LockHeld as held:
-                module.fail_json(msg=str(held), holder=held.holder, holder_id=holder_id(held.holder), locked=True)
-            if decision.write and not module.check_mode:
-                handle.seek(0)
-                handle.truncate()
-                if decision.holder:
-                    json.dump(decision.holder, handle, sort_keys=True)
-                    handle.write("\n")
-                handle.flush()
-                os.fsync(handle.fileno())
-    finally:
-        os.close(fd)
-    result = {"changed": decision.write, "holder": decision.holder}
-    if decision.previous:
-        result["previous"] = decision.previous
+        result = hold(module.params, module.check_mode)
+    except LeaseRefused as err:
+        module.fail_json(msg=str(err))
+    except LockHeld as held:
+        module.fail_json(msg=str(held), holder=held.holder, holder_id=holder_id(held.holder), locked=True)
     module.exit_json(**result)
 
 

@@ -83,44 +83,9 @@ verified:
   elements: str
 """
 
-import hashlib  # noqa: E402
-import os  # noqa: E402
-
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.models import write_marker  # noqa: E402
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.model_markers import (  # noqa: E402
-    changed_what,
-    file_digest,
-    identity,
-    marker_matches,
-    marker_path,
-    read_marker,
-)
-
-
-def check_one(module: AnsibleModule, model: dict, result: dict) -> None:
-    path, checksum = model["path"], model["checksum"]
-    algorithm, _sep, expected = checksum.partition(":")
-    if not expected or algorithm not in hashlib.algorithms_available:
-        module.fail_json(msg=f"{path}: checksum {checksum!r} is not <algorithm>:<hex digest>")
-    marker = marker_path(module.params["marker_dir"], path, checksum)
-    try:
-        now = identity(os.stat(path))
-    except FileNotFoundError:
-        result["fetch"].append({"path": path, "url": model["url"], "why": "it is missing"})
-        return
-    known = read_marker(marker)
-    if marker_matches(known, now, checksum):
-        return
-    why = changed_what(known, now)
-    result["verified"].append(path)
-    if file_digest(path, algorithm) != expected.lower():
-        result["fetch"].append({"path": path, "url": model["url"], "why": f"{why} and its checksum no longer matches"})
-        return
-    if not module.check_mode:
-        write_marker(marker, checksum, now)
-        result["changed"] = True
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.models import check_models  # noqa: E402
 
 
 def main() -> None:
@@ -141,12 +106,10 @@ def main() -> None:
         },
         supports_check_mode=True,
     )
-    result = {"changed": False, "fetch": [], "verified": []}
-    for model in module.params["models"]:
-        check_one(module, model, result)
-    if module.params["state"] == "marked" and result["fetch"]:
-        module.fail_json(msg="fetched model files do not match their checksum: "
-                         + "; ".join(f"{item['path']}: {item['why']}" for item in result["fetch"]), **result)
+    params = module.params
+    result, failure = check_models(params["models"], params["marker_dir"], params["state"], module.check_mode)
+    if failure:
+        module.fail_json(msg=failure, **result)
     module.exit_json(**result)
 
 

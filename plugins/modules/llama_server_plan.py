@@ -402,10 +402,8 @@ def main() -> None:
         argument_spec=plan_options.argument_spec(),
         supports_check_mode=True,
     )
-    outcome = plan_from_params(module.params, module.check_mode)
+    outcome = plan_from_params(module.params, module.check_mode, warn=module.warn)
     module.no_log_values.update(outcome.secrets)
-    for text in outcome.warnings:
-        module.warn(text)
     if outcome.exception:
         module.fail_json(msg=outcome.failure, exception=outcome.exception)
     if outcome.failure:

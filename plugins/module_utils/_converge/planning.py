@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils import planner
@@ -117,8 +117,9 @@ def with_defaults(request: Mapping) -> dict:
     return {name: request.get(name, option.get("default")) for name, option in spec.items()}
 
 
-def plan_from_params(params: Mapping, check_mode: bool) -> PlanOutcome:
-    """llama_server_plan: read and check its options, then probe and plan; never raises for bad input."""
+def plan_from_params(params: Mapping, check_mode: bool, warn: Callable[[str], None] | None = None) -> PlanOutcome:
+    """llama_server_plan: read and check its options, then probe and plan; never raises for bad input. ``warn``
+    (the module's) is given each of the outcome's warnings once the plan is made; they stay in the outcome."""
     secrets: list[str] = []
     try:
         preset = read_preset(params)
@@ -134,6 +135,9 @@ def plan_from_params(params: Mapping, check_mode: bool) -> PlanOutcome:
     outcome = plan_launch(options_from_params(params, preset, check_mode), check_port=params["check_port"],
                           fail_on_refusal=params["fail_on_refusal"], host_facts=params["host_facts"])
     outcome.secrets = secrets
+    if warn is not None:
+        for text in outcome.warnings:
+            warn(text)
     return outcome
 
 

@@ -12,7 +12,7 @@ import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import LOCK_PATH
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import LOCK_LEASE_BOUNDS, LOCK_PATH
 
 
 class LockHeld(Exception):
@@ -46,6 +46,14 @@ def describe(holder: Mapping) -> str:
 def held_message(holder: Mapping, path: str, lease_s: int) -> str:
     return (f"another rollout holds this host: {describe(holder)}. Wait for it to end; if it is gone (another "
             f"controller), remove {path} or wait for its lease ({lease_s} s).")
+
+
+def lease_refused(lease_s: int) -> str:
+    """Why a lease of ``lease_s`` seconds is refused ("" when it is within the bounds)."""
+    low, high = LOCK_LEASE_BOUNDS
+    if not low <= lease_s <= high:
+        return f"lease_s={lease_s}: a lease is from {low} to {high} seconds"
+    return ""
 
 
 def expired(current: Mapping, lease_s: int, now: int) -> bool:

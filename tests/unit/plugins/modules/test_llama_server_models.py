@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import models as converge_models
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes import model_markers
 from ansible_collections.llamafleet.llamacpp.plugins.modules import llama_server_models as models
 from tests.unit.support.module_runner import run_module
@@ -31,7 +32,7 @@ def test_a_verified_file_is_not_read_again(tmp_path, model, capsys, monkeypatch)
     assert (first["changed"], first["fetch"], first["verified"]) == (True, [], [str(model)])
     (marker,) = (tmp_path / ".llamafleet").iterdir()
     assert json.loads(marker.read_text())["size"] == len(CONTENT)
-    monkeypatch.setattr(models, "file_digest", lambda *a: pytest.fail("an unchanged file was hashed"))
+    monkeypatch.setattr(converge_models, "file_digest", lambda *a: pytest.fail("an unchanged file was hashed"))
     again = run_module(models.main, args(tmp_path, model), capsys)
     assert (again["changed"], again["fetch"], again["verified"]) == (False, [], [])
 
