@@ -15,8 +15,12 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner impor
 # The paths the role's tasks write or read, by name: each is a function of one directory in _layout/paths.py.
 LAYOUT_PATHS = {
     "runtime_marker": paths.runtime_marker,
+    "venv_python": paths.venv_python,
+    "venv_wheels_dir": paths.venv_wheels_dir,
     "engine_marker": paths.engine_marker,
+    "engine_downloads_dir": paths.engine_downloads_dir,
     "model_marker_dir": paths.model_marker_dir,
+    "instances_dir": paths.instances_dir,
 }
 
 
@@ -45,7 +49,8 @@ def instances_in_state(instances, state: str = "present") -> list:
 
 
 def layout_path(directory, name: str) -> str:
-    """A path of the collection's layout (_layout/paths.py) under ``directory``: its install markers."""
+    """A path of the collection's layout (_layout/paths.py) from ``directory``: its install markers, the venv's
+    interpreter and wheels, the engines' downloads, the instances' directory."""
     if name not in LAYOUT_PATHS:
         raise AnsibleFilterError(f"layout_path: {name!r} is not one of {', '.join(sorted(LAYOUT_PATHS))}")
     return LAYOUT_PATHS[name](str(directory))

@@ -4,12 +4,9 @@
 
 from __future__ import annotations
 
-import posixpath
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import venv_python
 
-
-def venv_python(venv: str) -> str:
-    """The planning venv's interpreter; "" (the host's own interpreter) without a venv."""
-    return posixpath.join(venv, "bin", "python") if venv else ""
+__all__ = ["module_result", "venv_python"]
 
 
 def module_result(action, module: str, module_args: dict, task_vars: dict, python: str = "") -> dict:

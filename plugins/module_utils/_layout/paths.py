@@ -59,6 +59,26 @@ def runtime_marker(venv: str) -> str:
     return posixpath.join(venv, RUNTIME_MARKER)
 
 
+def venv_python(venv: str) -> str:
+    """The venv's interpreter; "" without a venv (the actions then run their module under the host's own)."""
+    return posixpath.join(venv, "bin", "python") if venv else ""
+
+
+def venv_wheels_dir(venv: str) -> str:
+    """Beside the venv: the wheels copied from the controller for a host without a package index."""
+    return f"{venv}.wheels"
+
+
+def engine_downloads_dir(engines_dir: str) -> str:
+    """Under the engines directory: where the engine archives are downloaded."""
+    return f"{engines_dir}/.downloads"
+
+
+def instances_dir(home: str) -> str:
+    """Under the service account's home: one directory per instance, the only place its engine may write."""
+    return f"{home}/instances"
+
+
 @dataclass(frozen=True)
 class InstancePaths:
     """One instance's files, from the role's directories (``home``, ``config_dir``, ``credentials_dir``,
@@ -76,7 +96,7 @@ class InstancePaths:
 def instance_paths(name: str, *, home: str, config_dir: str, credentials_dir: str, plan_cache_dir: str,
                    compose_dir: str = "") -> InstancePaths:
     return InstancePaths(
-        home_dir=f"{home}/instances/{name}",
+        home_dir=f"{instances_dir(home)}/{name}",
         key_file=f"{credentials_dir}/{name}.key",
         env_file=f"{credentials_dir}/{name}.env",
         state_file=f"{config_dir}/instance-{name}.json",

@@ -21,6 +21,11 @@ def test_registered_names():
         ("/opt/llamafleet/venv", "runtime_marker", "/opt/llamafleet/venv/llamafleet-runtime.json"),
         ("/opt/llamafleet/engines/b1", "engine_marker", "/opt/llamafleet/engines/b1/.llamafleet-engine.json"),
         ("/var/lib/llamafleet/models", "model_marker_dir", "/var/lib/llamafleet/models/.llamafleet"),
+        ("/opt/llamafleet/venv", "venv_python", "/opt/llamafleet/venv/bin/python"),
+        ("", "venv_python", ""),  # no venv: the host's own interpreter, as the actions run it
+        ("/opt/llamafleet/venv", "venv_wheels_dir", "/opt/llamafleet/venv.wheels"),
+        ("/opt/llamafleet/engines", "engine_downloads_dir", "/opt/llamafleet/engines/.downloads"),
+        ("/var/lib/llamafleet", "instances_dir", "/var/lib/llamafleet/instances"),
     ],
 )
 def test_layout_path(directory, name, path):
@@ -28,7 +33,8 @@ def test_layout_path(directory, name, path):
 
 
 def test_layout_path_names_what_it_knows():
-    with pytest.raises(AnsibleFilterError, match="'unit' is not one of engine_marker, model_marker_dir"):
+    with pytest.raises(AnsibleFilterError, match=r"'unit' is not one of engine_downloads_dir, engine_marker, "
+                       r"instances_dir, model_marker_dir, runtime_marker, venv_python, venv_wheels_dir$"):
         layout_path("/x", "unit")
 
 
