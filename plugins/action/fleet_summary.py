@@ -38,8 +38,8 @@ class ActionModule(ControllerAction):
     def act(self, args: dict, task_vars: dict) -> dict:
         hostvars = task_vars.get("hostvars") or {}
         # A gateway host's URL is known once its role ran (llama_gateway_url); one that never got there has none.
-        urls = [*args["gateways"], *(url for name in args["gateway_hosts"]
-                                      if (url := (hostvars.get(name) or {}).get(GATEWAY_URL)))]
+        urls = [*args["gateways"],
+                *(url for name in args["gateway_hosts"] if (url := (hostvars.get(name) or {}).get(GATEWAY_URL)))]
         text = fleet_summary_markdown(args["hosts"], hostvars, args["title"], urls, args["deployments"])
         if args["path"]:
             try:

@@ -54,8 +54,6 @@ def test_absent_and_broken_instances_have_no_key():
     assert filters._keys(variables) == {}
 
 
-
-
 @pytest.mark.parametrize(
     ("rows", "back"),
     [([ROW], ["main"]), ([{**ROW, "state": "failed"}], []), ([{**ROW, "state": "previewed"}], []), (None, [])],
@@ -65,5 +63,5 @@ def test_deployed_instances(rows, back):
 
 
 def test_the_filters_are_registered():
-    assert set(filters.FilterModule().filters()) == {"gateway_servers", "restarting_instances", "deployed_instances",
-                                                      "unfinished_hosts"}
+    names = {"gateway_servers", "restarting_instances", "deployed_instances", "unfinished_hosts"}
+    assert set(filters.FilterModule().filters()) == names

@@ -39,11 +39,11 @@ def test_rollout_plan():
     expected = {"order": ["a", "b", "c"], "serial": [3]}
     assert fleet_run.rollout_plan(hostvars, ["a", "b", "c"], ["100%"], models) == expected
     two = [{"name": "m", "replicas": ["a/main", "b/main"]}, {"name": "n", "replicas": ["c/main"]}]
-    assert fleet_run.rollout_plan(hostvars, ["a", "b", "c"], "100%", two) == {"order": ["a", "c", "b"],
-                                                                             "serial": [2, 1]}
+    assert fleet_run.rollout_plan(hostvars, ["a", "b", "c"], "100%", two) == {
+        "order": ["a", "c", "b"], "serial": [2, 1]}
     # No gateway routes: the operator's batches.
-    assert fleet_run.rollout_plan(hostvars, ["a", "b", "c"], [1, "100%"]) == {"order": ["a", "b", "c"],
-                                                                             "serial": [1, 2]}
+    assert fleet_run.rollout_plan(hostvars, ["a", "b", "c"], [1, "100%"]) == {
+        "order": ["a", "b", "c"], "serial": [1, 2]}
     assert fleet_run.rollout_plan(hostvars, [], [1], models) == {"order": [], "serial": []}
 
 

@@ -24,6 +24,7 @@ RUNNING = UnitState(load_state="loaded", active_state="active", sub_state="runni
                     main_pid=616, unit_file_state="enabled", cmdline=ARGV,
                     environ={**ENV, "PATH": "/usr/bin", "INVOCATION_ID": "x", "LANG": "C.UTF-8"})
 
+
 @pytest.mark.parametrize(
     ("running", "planned", "matches"),
     [
