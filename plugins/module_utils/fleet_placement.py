@@ -16,6 +16,9 @@ out, the same output for the same input in any order.
   fewest left out (every one, whenever one exists, on a fleet small enough for the search to finish).
 - Each placement says why it went there, each unplaced replica what it needs and what the best candidate had.
 - Each placed replica gets a port of its host's range that no hand-placed instance or foreign listener uses.
+- A host's ``state`` says what the placement may do there: ``open`` (the default) takes replicas; ``frozen`` (a
+  host this run cannot change: outside ``--limit``, or unreachable and kept) keeps what it runs, counted as it runs
+  whatever its room, and takes nothing new; ``cordoned`` takes nothing new, and what it runs moves elsewhere.
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ from collections.abc import Mapping, Sequence
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.capacity import Capacity, Choice
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.inputs import (
+    CORDONED,
+    FROZEN,
+    OPEN,
     Current,
     Deployment,
     Host,
@@ -46,6 +52,11 @@ def _keep(current: Current, deployment: Deployment | None, capacity: Capacity) -
     host = capacity.hosts.get(current.host)
     if host is None:
         return None, f"{current.host} is no longer a host of the fleet"
+    if host.state == CORDONED:
+        return None, f"{current.host} is cordoned"
+    if host.state == FROZEN:
+        # Nothing this run does reaches that host: the replica is counted where it runs, as it runs.
+        return Choice(current.host, tuple(current.gpus), 0, 0, ()), ""
     if not host.matches(deployment.labels):
         return None, f"{current.host} no longer has the labels it needs ({deployment.labels_text()})"
     known = {card.uuid for card in host.cards}
@@ -87,6 +98,11 @@ def _placed_why(deployment: Deployment, choice: Choice, capacity: Capacity, cand
 def _unplaced_why(deployment: Deployment, eligible: Sequence[str], capacity: Capacity, occupied: set[str]) -> str:
     need = f"needs {_need_text(deployment)}"
     if not eligible:
+        closed = sorted(name for name, host in capacity.hosts.items()
+                        if host.state != OPEN and host.matches(deployment.labels))
+        if closed:
+            return (f"{need} on a host labelled {deployment.labels_text()}: the only ones, {', '.join(closed[:5])}"
+                    f"{' ...' if len(closed) > 5 else ''}, take no new replica in this run (cordoned, or not in it)")
         return f"{need} on a host labelled {deployment.labels_text()}: no host has these labels"
     open_hosts = [host for host in eligible if deployment.policy != "spread" or host not in occupied]
     if not open_hosts:
@@ -131,7 +147,7 @@ def place(deployments: list[dict], hosts: list[dict], current: list[dict] | None
     for (name, _index), (choice, _replica) in kept.items():
         occupied.setdefault(name, set()).add(choice.host)
 
-    eligible = {name: tuple(host.name for host in fleet if host.matches(deployment.labels))
+    eligible = {name: tuple(host.name for host in fleet if host.state == OPEN and host.matches(deployment.labels))
                 for name, deployment in wanted.items()}
     to_place = [(name, index) for name, deployment in wanted.items() for index in range(deployment.replicas)
                 if (name, index) not in kept]

@@ -14,6 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 POLICIES = ("spread", "binpack")
+# A host's part in a placement: open (takes replicas), frozen (this run cannot change it: what it runs stays, counted
+# as it runs, and it takes nothing new), cordoned (it takes nothing new, and what it runs moves elsewhere).
+OPEN, FROZEN, CORDONED = "open", "frozen", "cordoned"
+HOST_STATES = (OPEN, FROZEN, CORDONED)
 # What a card keeps free beyond the placement's needs: llama.cpp's own --fit-target default (1024 MiB).
 DEFAULT_GPU_MARGIN_MIB = 1024
 # What a host's RAM keeps free for the system, the page cache of mmapped weights' misses and the engine's own heap.
@@ -65,6 +69,7 @@ class Host:
     ram_margin_mib: int = DEFAULT_RAM_MARGIN_MIB
     ports_used: frozenset[int] = frozenset()
     port_range: tuple[int, int] = DEFAULT_PORT_RANGE
+    state: str = OPEN
 
     def matches(self, required: Sequence[tuple[str, str | None]]) -> bool:
         mine = dict(self.labels)
@@ -210,6 +215,9 @@ def read_hosts(raw) -> tuple[Host, ...]:
         if name in found:
             raise PlacementError(f"{where}.name: {name!r} is listed twice")
         ports, span = _ports(where, item)
+        state = item.get("state") or OPEN
+        if state not in HOST_STATES:
+            raise PlacementError(f"{where}.state: {state!r} is not one of {', '.join(HOST_STATES)}")
         found[name] = Host(
             name=name,
             labels=tuple((key, value or "") for key, value in _labels(where, item.get("labels"), required=False)),
@@ -221,6 +229,7 @@ def read_hosts(raw) -> tuple[Host, ...]:
                                     MAX_MIB),
             ports_used=ports,
             port_range=span,
+            state=state,
         )
     return tuple(found[name] for name in sorted(found))
 

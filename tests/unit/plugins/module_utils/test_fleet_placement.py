@@ -180,6 +180,65 @@ def test_a_running_replica_counts_its_own_memory_as_room():
     assert grown["placements"][0]["moved_from"] == "h1"
 
 
+# ---------------------------------------------------------------- host states: frozen and cordoned
+RUNS_ON_H1 = [{"deployment": "a", "replica": 0, "host": "h1", "gpus": [], "memory_mib": 4000, "port": 8081}]
+
+
+@pytest.mark.parametrize(
+    ("state", "h1_free", "replicas", "expected", "unplaced"),
+    [
+        # Frozen: what runs there stays, whatever room the record says it has; nothing new goes there.
+        pytest.param("frozen", 0, 2, {("a", 0): ("h1", ()), ("a", 1): ("h2", ())}, 0, id="frozen-keeps-its-replica"),
+        pytest.param("frozen", 64000, 3, {("a", 0): ("h1", ()), ("a", 1): ("h2", ())}, 1,
+                     id="frozen-takes-nothing-new"),
+        # Cordoned: its replica moves, and nothing new goes there.
+        pytest.param("cordoned", 64000, 1, {("a", 0): ("h2", ())}, 0, id="cordoned-moves-its-replica"),
+        pytest.param("cordoned", 64000, 2, {("a", 0): ("h2", ())}, 1, id="cordoned-takes-nothing-new"),
+        pytest.param("open", 64000, 2, {("a", 0): ("h1", ()), ("a", 1): ("h2", ())}, 0, id="open-as-before"),
+    ],
+)
+def test_a_host_state_says_what_the_placement_may_do_there(state, h1_free, replicas, expected, unplaced):
+    result = place([{"name": "a", "replicas": replicas, "memory_mib": 4000}],
+                   [ram_host("h1", h1_free, state=state), ram_host("h2", 9000)], RUNS_ON_H1)
+    assert where(result) == expected
+    assert len(result["unplaced"]) == unplaced
+    moved = [p for p in result["placements"] if p.get("moved_from")]
+    assert [p["moved_from"] for p in moved] == (["h1"] if state == "cordoned" else [])
+    if state == "cordoned":
+        assert "moved from h1: h1 is cordoned" in moved[0]["why"]
+    if state == "frozen":
+        assert result["placements"][0]["port"] == 8081
+
+
+def test_a_frozen_replica_above_the_count_is_not_kept():
+    """It goes once its host is in a run; meanwhile it is not counted as one of the deployment's replicas."""
+    current = [*RUNS_ON_H1, {"deployment": "a", "replica": 1, "host": "h1", "gpus": [], "memory_mib": 4000,
+                             "port": 8082}]
+    result = place([{"name": "a", "replicas": 1, "memory_mib": 4000}],
+                   [ram_host("h1", 0, state="frozen"), ram_host("h2", 9000)], current)
+    assert where(result) == {("a", 0): ("h1", ())}
+    assert {"id": "placement.removed", "text": "a/1 on h1 goes: a has 1 replica(s) now"} in result["notes"]
+
+
+def test_spread_counts_a_frozen_hosts_replica_as_occupying_it():
+    result = place([{"name": "a", "replicas": 2, "memory_mib": 1000}],
+                   [ram_host("h1", 0, state="frozen"), ram_host("h2", 9000)], RUNS_ON_H1)
+    assert where(result) == {("a", 0): ("h1", ()), ("a", 1): ("h2", ())}
+
+
+def test_no_open_host_with_the_labels_says_so():
+    result = place([{"name": "a", "replicas": 1, "memory_mib": 1000, "labels": {"zone": "b"}}],
+                   [ram_host("h1", 9000, {"zone": "b"}, state="cordoned"), ram_host("h2", 9000, {"zone": "a"})])
+    assert result["unplaced"][0]["why"] == ("needs 1000 MiB of RAM on a host labelled zone=b: the only ones, h1, take "
+                                            "no new replica in this run (cordoned, or not in it)")
+
+
+def test_an_unknown_host_state_is_refused_naming_it():
+    with pytest.raises(PlacementError, match=r"hosts\[0\] \(h1\)\.state: 'drained' is not one of open, frozen, "
+                                             "cordoned"):
+        place([], [ram_host("h1", 1000, state="drained")])
+
+
 def test_the_same_input_in_another_order_gives_the_same_placement():
     deployments = [*WANTED, {"name": "x", "replicas": 3, "memory_mib": 1000, "labels": {"b": "1", "a": "2"}}]
     hosts = [*FLEET, ram_host("h3", 9000, {"a": "2", "b": "1"})]
