@@ -5,13 +5,18 @@ from the vendor/llama.cpp tree of PyPI llama-cpp-python 0.3.16 (llama.cpp commit
 4227c9b, August 2025). Both captured on this project's build machine. Every
 capability the planner reads is checked on both, so a generation difference
 that decides a flag is pinned on real text, not on a hand-written excerpt.
+
+``cuda``: the same 11434.0.0 sdist built for CUDA (13.0, sm_90) and captured on an H200
+by tests/gpu/run.sh (fixtures/gpu/README.md): its help is read like the current one's,
+and the plan the device made is made again here from the facts it recorded.
 """
 
+import json
 
 import pytest
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner import capabilities as cap
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import HostFacts
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import GGUFInfo, HostFacts, SplitDev
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.engine import (
     parse_engine_build,
     parse_list_devices,
@@ -31,6 +36,16 @@ def fixture(name: str, kind: str) -> str:
 
 CURRENT_HELP = fixture(CURRENT, "help")
 OLD_HELP = fixture(OLD, "help")
+
+GPU_FIXTURES = CAPTURED / "gpu"
+CUDA = "captured-h200-drv580.159.04.llama-server-11434.0.0-cuda13.0-sm90"
+
+
+def cuda_fixture(kind: str) -> str:
+    return (GPU_FIXTURES / "engine" / f"{CUDA}.{kind}.txt").read_text()
+
+
+CUDA_HELP = cuda_fixture("help")
 
 # capability -> (current, old). Every public test of capabilities.py appears here.
 GENERATIONS = {
@@ -68,7 +83,9 @@ def test_every_capability_is_covered():
 
 
 @pytest.mark.parametrize("name", sorted(GENERATIONS))
-@pytest.mark.parametrize(("generation", "help_text"), [(0, CURRENT_HELP), (1, OLD_HELP)], ids=["current", "old"])
+@pytest.mark.parametrize(
+    ("generation", "help_text"), [(0, CURRENT_HELP), (1, OLD_HELP), (0, CUDA_HELP)], ids=["current", "old", "cuda"]
+)
 def test_capability_on_real_help(name, generation, help_text):
     assert getattr(cap, name)(help_text) is GENERATIONS[name][generation]
 
@@ -152,3 +169,53 @@ def test_plans_differ_by_generation_where_the_help_says(preset, current, old):
             assert token in OLD_HELP, f"{token} not in the old engine's help: {old_plan.argv}"
     assert "--slot-save-path" in new_plan.argv
     assert "--slot-save-path" in old_plan.argv
+
+
+# --- the CUDA build of the current generation, captured on an H200 ---------------------------------------------
+
+
+def test_cuda_help_is_the_cpu_help():
+    # The backend changes no line of --help (59,268 bytes both): what the planner reads off the CPU capture
+    # holds for the CUDA engine.
+    assert CUDA_HELP == CURRENT_HELP
+    assert "-dev,  --device <dev1,dev2,..>" in CUDA_HELP
+    assert "-sm,   --split-mode {none,layer,row,tensor}" in CUDA_HELP
+
+
+def test_cuda_version_and_devices():
+    version = cuda_fixture("version")
+    assert version.startswith("version: 0.6.0-dev (build 11434, commit unknown)")
+    assert "built with GNU 13.3.0 for Linux x86_64" in version
+    # No commit in the banner (an sdist build): an unknown build, as for the CPU capture (spec 4.2).
+    assert parse_engine_build(version) == 0
+    assert trusted_build(parse_engine_build(version), official=True) == 0
+    # The engine's total is the card's less what the driver reserves: 143771 - 616 MiB (nvidia-smi -q).
+    assert parse_list_devices(cuda_fixture("list-devices")) == (SplitDev("CUDA0", 143155),)
+
+
+def test_cuda_plan_made_again_from_its_facts():
+    # plan.json: what llama_server_plan's code planned on the device (NVML's card, the tiny model's header,
+    # NGL=all); the pure planner, given the same facts and the captured help, makes the same command line.
+    captured = json.loads((GPU_FIXTURES / "plan" / "captured-h200-drv580.159.04.plan.json").read_text())
+    request, result = captured["request"], captured["result"]
+    facts = result["facts"]
+    assert (facts["gpu_source"], facts["gpu_count"], facts["vram_mib"]) == ("nvml", 1, 143771)
+    gguf = {k: tuple(v) if isinstance(v, list) else v for k, v in facts["gguf"].items()}
+    host = HostFacts(
+        help=CUDA_HELP,
+        bin=facts["bin"],
+        model=facts["model"],
+        gpus=facts["gpu_count"],
+        vram_mib=facts["vram_mib"],
+        gguf=GGUFInfo(**gguf),
+        model_bytes=facts["model_bytes"],
+        ram_mib=facts["ram_mib"],
+        ram_avail_mib=facts["ram_avail_mib"],
+        slot_dir=facts["slot_dir"],
+        arg_env={"LLAMA_ARG_LOG_VERBOSITY": request["environment"]["LLAMA_ARG_LOG_VERBOSITY"]},
+    )
+    preset = {k: v for k, v in request["preset"].items() if k != "MODEL"}  # resolved into facts["model"]
+    made = plan(preset, host)
+    assert made.argv == result["argv"]
+    assert made.argv[made.argv.index("-ngl") :][:2] == ["-ngl", "all"]
+    assert (made.env, made.notes) == (result["env"], result["notes"]) == ({}, [])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -24,11 +26,14 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.gpu im
 from tests.unit.support.paths import FIXTURES
 
 SMI = FIXTURES / "gpu" / "smi"
+NVML = FIXTURES / "gpu" / "nvml"
+# The device run of tests/gpu/run.sh on one H200 (fixtures/gpu/README.md, "Captured on a device").
+CAPTURED_H200 = "captured-h200-drv580.159.04"
 
 # Hand-built from documented values: NVML memory totals in bytes (see fixtures/gpu/README.md).
 H100_BYTES = 85520809984  # 81559 MiB
 RTX4090_BYTES = 25757220864  # 24564 MiB
-H200_BYTES = 150754820096  # 143771 MiB
+H200_BYTES = 150754820096  # 143771 MiB; the H200 of the device run read exactly this (test_nvml_captured_h200)
 
 
 class NVMLError(Exception):
@@ -40,6 +45,7 @@ class FakeCard:
     name: str
     uuid: str
     total: int
+    free: int | None = None  # bytes; None: 512 MiB in use
 
 
 class FakeNvml:
@@ -80,8 +86,9 @@ class FakeNvml:
 
     def nvmlDeviceGetMemoryInfo(self, handle: int) -> SimpleNamespace:
         self._call("nvmlDeviceGetMemoryInfo")
-        total = self.cards[handle].total
-        return SimpleNamespace(total=total, free=total - (512 << 20), used=512 << 20)
+        card = self.cards[handle]
+        free = card.total - (512 << 20) if card.free is None else card.free
+        return SimpleNamespace(total=card.total, free=free, used=card.total - free)
 
     def nvmlDeviceGetUUID(self, handle: int) -> str | bytes:
         self._call("nvmlDeviceGetUUID")
@@ -117,6 +124,21 @@ def test_nvml_gpus(as_bytes: bool) -> None:
 def test_nvml_h200() -> None:
     fake = FakeNvml([FakeCard("NVIDIA H200", "GPU-0", H200_BYTES)])
     assert nvml_gpus(fake) == [Gpu(0, "GPU-0", "NVIDIA H200", 143771, 143259)]
+
+
+def captured(name: str) -> dict:
+    return json.loads((NVML / f"{CAPTURED_H200}.{name}.json").read_text())
+
+
+def test_nvml_captured_h200() -> None:
+    # The card as NVML read it on the device (nvml-before.json: bytes), through the probe: the MiB the real
+    # probe returned there (probes.json), the free memory rounded down (150109880320 B = 143155.6 MiB).
+    card = captured("nvml-before")["devices"][0]
+    assert card["memory_total"] == H200_BYTES
+    fake = FakeNvml([FakeCard(card["name"], card["uuid"], card["memory_total"], card["memory_free"])])
+    gpus = nvml_gpus(fake)
+    assert gpus == [Gpu(0, "GPU-d62dd4c9-959a-687b-eb99-51c5d65131d7", "NVIDIA H200", 143771, 143155)]
+    assert [dataclasses.asdict(g) for g in gpus] == captured("probes")["nvml"]
 
 
 def test_nvml_no_card() -> None:
@@ -206,6 +228,8 @@ RTX_PAIR = [
     Gpu(0, "GPU-e4252fcb-8ed4-ef11-71cd-d36a23871c75", "NVIDIA GeForce RTX 4080 SUPER", 16376),
     Gpu(1, "GPU-358353dd-5933-1dc6-ac0d-e1189b063e4c", "NVIDIA GeForce RTX 3090", 24576),
 ]
+# nvidia-smi's answer to the probe's own query on the device (no free memory: the query asks the total only).
+H200_CAPTURED = [Gpu(0, "GPU-d62dd4c9-959a-687b-eb99-51c5d65131d7", "NVIDIA H200", 143771)]
 
 
 def test_parse_smi_public_h200() -> None:
@@ -214,6 +238,23 @@ def test_parse_smi_public_h200() -> None:
 
 def test_parse_smi_public_rtx_pair() -> None:
     assert parse_smi(read("public-rtx4080s-rtx3090.csv")) == RTX_PAIR
+
+
+def test_parse_smi_captured_h200() -> None:
+    assert parse_smi(read(f"{CAPTURED_H200}.csv")) == H200_CAPTURED
+    # ...which is what the probe returned on the device, and what NVML said of the same card (uuid, MiB).
+    assert [dataclasses.asdict(g) for g in H200_CAPTURED] == captured("probes")["nvidia_smi"]
+    assert [(g["uuid"], g["total_mib"]) for g in captured("probes")["nvml"]] == [
+        (g.uuid, g.total_mib) for g in H200_CAPTURED
+    ]
+
+
+def test_captured_h200_smi_q_agrees() -> None:
+    # nvidia-smi -q on the same card: memory.total is the FB total, reserved memory included, and the UUID.
+    text = read(f"{CAPTURED_H200}.q.txt")
+    fb = text[text.index("FB Memory Usage") :].splitlines()[1:5]
+    assert [line.split(":")[1].strip() for line in fb] == ["143771 MiB", "616 MiB", "0 MiB", "143156 MiB"]
+    assert "GPU UUID                                           : GPU-d62dd4c9-959a-687b-eb99-51c5d65131d7" in text
 
 
 def test_parse_smi_handbuilt_h100() -> None:
@@ -230,6 +271,7 @@ def test_parse_smi_handbuilt_h100() -> None:
         "public-h200-141c-4gpu.with-header.txt",  # header and units: not our format
         "public-rtx4080s-rtx3090.with-header.txt",
         "handbuilt-gb10-unified.csv",  # memory.total [N/A]
+        f"{CAPTURED_H200}.wide-query.txt",  # the device's wider query: header, units, 8 columns
     ],
 )
 def test_parse_smi_unknown_fixtures(name: str) -> None:
@@ -276,6 +318,10 @@ def runner_for(status: int, output: str = "", error: Exception | None = None, se
         return status, output
 
     return run
+
+
+def test_smi_gpus_captured_h200() -> None:
+    assert smi_gpus(runner=runner_for(0, read(f"{CAPTURED_H200}.csv"))) == H200_CAPTURED
 
 
 def test_smi_gpus_argv_and_timeout() -> None:
@@ -398,6 +444,9 @@ SMALL_BIG = RTX_PAIR  # index 0: 16376 MiB, index 1: 24576 MiB
         (SMALL_BIG, "0.5", True, 0),
         (H200_4, "0,3", True, 2 * 144384),
         (H200_4, "3,2,1", False, 3 * 144384),
+        (H200_CAPTURED, "", True, 143771),
+        (H200_CAPTURED, "0", False, 143771),
+        (H200_CAPTURED, "1", True, 0),  # the device had one card
     ],
 )
 def test_visible_vram_mib(gpus: list[Gpu] | None, cvd: str, pci: bool, expected: int) -> None:
