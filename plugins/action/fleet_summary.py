@@ -22,6 +22,8 @@ ARGUMENT_SPEC = {
     "gateways": {"type": "list", "elements": "str", "default": []},
     "gateway_hosts": {"type": "list", "elements": "str", "default": []},
     "deployments": {"type": "list", "elements": "dict", "default": []},
+    "inventory_hosts": {"type": "list", "elements": "str", "default": []},
+    "scope": {"type": "dict", "default": None},
 }
 
 
@@ -40,7 +42,8 @@ class ActionModule(ControllerAction):
         # A gateway host's URL is known once its role ran (llama_gateway_url); one that never got there has none.
         urls = [*args["gateways"],
                 *(url for name in args["gateway_hosts"] if (url := (hostvars.get(name) or {}).get(GATEWAY_URL)))]
-        text = fleet_summary_markdown(args["hosts"], hostvars, args["title"], urls, args["deployments"])
+        text = fleet_summary_markdown(args["hosts"], hostvars, args["title"], urls, args["deployments"],
+                                      inventory_hosts=args["inventory_hosts"], scope=args["scope"])
         if args["path"]:
             try:
                 write_if_different(args["path"], text)

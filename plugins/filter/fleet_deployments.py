@@ -11,6 +11,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.dep
     placed_instances as _placed_instances,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.deployments import removable
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import fleet_run
 
 
 def placed_instances(share, deployments) -> list[dict]:
@@ -28,4 +29,5 @@ def replicas_to_remove(names, placement, hostvars, hosts) -> list[dict]:
 
 class FilterModule:
     def filters(self):
-        return {"placed_instances": placed_instances, "replicas_to_remove": replicas_to_remove}
+        return {"placed_instances": placed_instances, "replicas_to_remove": replicas_to_remove,
+                "gateways_before_removals": fleet_run.gateways_before_removals}

@@ -20,9 +20,18 @@ description:
     The host labels come from C(llama_fleet_labels), the margins from C(llama_fleet_ram_margin_mib) and
     C(llama_fleet_gpu_margin_mib), the port range from C(llama_fleet_port_range); each deployment's version (a
     digest of its layered preset) from the first read host's C(llama_server_presets).
-  - A replica with no room fails the task, naming its need and the best candidate's free memory; so does a
-    deployment whose need is unknown, and O(hosts) that leave out some of O(fleet) (C(--limit)). Nothing runs on a
-    host.
+  - "The hosts this run does not read count as the placement ledger (O(ledger_path)) has them: a host outside
+    O(run_hosts) (C(--limit), another slice of a job) and one whose judge failed keep the replicas they run and take
+    nothing new; a host in O(run_hosts) that its judge lost (unreachable) has its replicas placed again on the
+    others (O(unreachable)=C(replace)) or kept where they were (C(keep)). A host outside the run that the ledger has
+    no record of refuses the run: what it runs is not known."
+  - A host with C(llama_fleet_cordoned) true (or cordoned in the ledger, when the variable is not set) takes no
+    replica, and its replicas move elsewhere.
+  - A replica with no room fails the task, naming its need and the best candidate's free memory, when the run reads
+    the whole fleet, or when the replica runs now on a host that would lose it (a cordon with no room elsewhere).
+    In a run that does not read the whole fleet, the others are reported short (C(scope.short)) and the run goes on.
+    A deployment whose need is unknown, a damaged or foreign ledger, an unknown O(unreachable) and a cordon that is
+    not a boolean fail the task too. Nothing runs on a host, and nothing is written.
 author:
   - llamafleet maintainers (@llamafleet)
 extends_documentation_fragment:
@@ -41,11 +50,29 @@ options:
     elements: str
     required: true
   fleet:
-    description: Every host of the fleet; placing over fewer of them is refused.
+    description: Every host of the fleet, within C(--limit) or not. Defaults to O(hosts).
     type: list
     elements: str
+  run_hosts:
+    description: The hosts this run holds (within C(--limit)); those of them not in O(hosts) were lost by the judge
+      or failed there (their C(llama_fleet_status) says which). Defaults to O(hosts).
+    type: list
+    elements: str
+  unreachable:
+    description: What the placement does with the replicas of a host the run lost - C(replace) (the default; placed
+      again on the reachable hosts where there is room) or C(keep) (counted where they were, for a short, planned
+      outage). The deploy playbook gives C(llama_fleet_unreachable).
+    type: raw
+  ledger_path:
+    description: The placement ledger (M(llamafleet.llamacpp.fleet_ledger)); read, never written here.
+    type: str
+    default: ./fleet-ledger.json
+  fleet_name:
+    description: The fleet's name, which the ledger must carry.
+    type: str
 seealso:
   - module: llamafleet.llamacpp.llama_server_host
+  - module: llamafleet.llamacpp.fleet_ledger
 attributes:
   check_mode:
     details: Places in check mode too (nothing changes either way).
@@ -80,6 +107,20 @@ refused:
     every host.
   returned: always
   type: bool
+scope:
+  description:
+    - What the run could do on each host - C(read), C(outside) (not in this run), C(unreachable), C(failed),
+      C(frozen) (kept as the ledger has them), C(cordoned) and C(cordoned_elsewhere) (cordoned, not read),
+      C(moved_off) (by cordoned host, the replicas that move off it, as C(name to host)), C(lost) (each replica of an
+      unreachable host - deployment, replica, host, C(placed_on), empty when it found no room) and C(short) (the
+      unplaced replicas this partial run reports instead of refusing).
+  returned: unless refused before placing
+  type: dict
+ledger:
+  description: The placed replicas each read host runs once its rollout is done, for
+    M(llamafleet.llamacpp.fleet_ledger).
+  returned: unless refused before placing
+  type: dict
 hosts:
   description:
     - Each host's share - C(instances) (the replicas it runs after the rollout - name, deployment, replica, port,

@@ -16,6 +16,10 @@ description:
     within C(--limit)), its C(inventory_hosts) (O(inventory_hosts), the fleet's hosts whatever the limit) and its
     C(gateways) (the hosts of the inventory group O(gateway_group), none without it) - which the playbook's plays
     read by name. Delegate its facts to C(localhost) so that every play of the run can read them.
+  - It also checks the fleet's settings before any host changes, and says what is wrong in the fact's C(refusal)
+    (empty when nothing is) - O(unreachable), every fleet host's C(llama_fleet_cordoned) (a boolean, or not set) and,
+    with O(placing), the placement ledger at O(ledger_path). The playbook fails every host with it (a failed
+    C(run_once) task would fail one host only).
   - Nothing runs on a host.
 author:
   - llamafleet maintainers (@llamafleet)
@@ -38,6 +42,20 @@ options:
     description: The inventory group of the fleet's gateways (C(llama_fleet_gateway_group)).
     type: str
     required: true
+  unreachable:
+    description: C(llama_fleet_unreachable) - C(replace) (the default when not given) or C(keep).
+    type: raw
+  ledger_path:
+    description: The placement ledger (M(llamafleet.llamacpp.fleet_ledger)); read, never written here.
+    type: str
+    default: ./fleet-ledger.json
+  fleet_name:
+    description: The fleet's name, which the ledger must carry.
+    type: str
+  placing:
+    description: Whether the run places C(llama_fleet_deployments) (only then is the ledger read).
+    type: bool
+    default: false
 seealso:
   - module: llamafleet.llamacpp.fleet_rollout
 attributes:
@@ -63,7 +81,8 @@ ansible_facts:
   type: dict
   contains:
     llama_fleet_run:
-      description: C(hosts), C(inventory_hosts) and C(gateways), each a list of inventory names.
+      description: C(hosts), C(inventory_hosts) and C(gateways), each a list of inventory names, and C(refusal) (why
+        the fleet's settings refuse the run; empty when they do not).
       returned: always
       type: dict
 """

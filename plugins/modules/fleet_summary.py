@@ -59,6 +59,17 @@ options:
     type: list
     elements: dict
     default: []
+  inventory_hosts:
+    description: Every host of the fleet; those not in O(hosts) get a row C(not in this run) (outside C(--limit) or
+      this slice of a job - nothing changed there), never C(failed).
+    type: list
+    elements: str
+    default: []
+  scope:
+    description: What the placement could do on each host (RV(llamafleet.llamacpp.fleet_deployments#module:scope)) -
+      the summary names the cordoned hosts and what moved off them, the unreachable hosts and whether their
+      replicas were placed again, and marks the replicas a partial run left short.
+    type: dict
 seealso:
   - module: llamafleet.llamacpp.llama_server_host
 attributes:

@@ -75,6 +75,31 @@ def rollout(hostvars: Mapping, hosts: Sequence[str], gateways: Sequence[str], se
     return rollout_plan(hostvars, work, serial, models)
 
 
-def unfinished(hostvars: Mapping, hosts: Sequence[str]) -> list[str]:
-    """The rollout's hosts it did not finish: their batch never ran, or they were lost on the way."""
-    return [name for name in hosts if (hostvars.get(name) or {}).get(STATUS) not in (DONE, FAILED)]
+def unfinished(hostvars: Mapping, hosts: Sequence[str], inventory_hosts: Sequence[str] = ()) -> list[str]:
+    """The hosts whose servers a gateway keeps as it has them: the rollout's ``hosts`` it did not finish (their batch
+    never ran, or they were lost on the way), and the fleet hosts of ``inventory_hosts`` that have no report in this
+    run (outside --limit or this slice, or lost by the judge), so that a partial run never undoes what another run
+    routed."""
+    found = [name for name in hosts if (hostvars.get(name) or {}).get(STATUS) not in (DONE, FAILED)]
+    taken = set(found)
+    found += [name for name in inventory_hosts or () if name not in taken
+              and (hostvars.get(name) or {}).get(role_vars.REPORT) is None]
+    return found
+
+
+REMOVALS = "_llama_fleet_removals"  # the placed replicas a host no longer keeps (the judge play's share)
+
+
+def removal_hosts(hostvars: Mapping, hosts: Sequence[str]) -> list[str]:
+    """The run's hosts that remove placed replicas after the rollout (moved elsewhere, or gone), and did not fail."""
+    return [name for name in hosts if (hostvars.get(name) or {}).get(REMOVALS)
+            and (hostvars.get(name) or {}).get(STATUS) != FAILED]
+
+
+def gateways_before_removals(hostvars: Mapping, hosts: Sequence[str], gateways: Sequence[str]) -> list[str]:
+    """The gateways to configure between the rollout and the removals (so that a moved replica is in rotation
+    before its old copy goes): all of them when a host of the run removes replicas, none otherwise (and none for a
+    syntax check, which has no hostvars)."""
+    if not isinstance(hostvars, Mapping):
+        return []
+    return list(gateways) if removal_hosts(hostvars, hosts) else []

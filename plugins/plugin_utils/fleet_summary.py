@@ -23,8 +23,8 @@ COLUMNS = (
     ("ngl", "GPU layers"),
     ("cache_ram", "Cache RAM (MiB)"),
     ("gpus", "GPUs"),
-    ("vram_mib", "VRAM (MiB)"),
-    ("ram_mib", "RAM (MiB)"),
+    ("vram_mib", "Host VRAM (MiB)"),
+    ("ram_mib", "Host RAM (MiB)"),
     ("changed", "Changed"),
     ("restarted", "Restarted"),
     ("notes_count", "Notes"),
@@ -40,7 +40,10 @@ HEADERS = tuple(header for key, header in COLUMNS)
 STATUS_VAR = STATUS
 REPORT_VAR = role_vars.REPORT
 ERROR_VAR = "llama_server_failure"
-NOT_DONE = ("failed", "unreachable", "not run")
+NOT_IN_RUN = "not in this run"
+NOT_DONE = ("failed", "unreachable", "not run", NOT_IN_RUN)
+# The host's own totals: given once, on its first row, so that no reader takes them for an instance's use.
+HOST_TOTALS = ("vram_mib", "ram_mib")
 DETAIL_MAX = 120
 
 
@@ -78,19 +81,24 @@ def _why_restarted(entry: Mapping) -> str:
         return f"rewritten, not restarted: {', '.join(rewritten)} (nothing that runs changed)"
     if not reasons:
         return ""
+    # An engine that did not run before this run was started, not restarted (a first deploy, or one that was down).
+    first = entry.get("was_running") is False
     if entry.get("restarted") is True:
-        return f"restarted: {reasons[0]}"
+        return "started: it did not run before" if first else f"restarted: {reasons[0]}"
     if entry.get("would_restart") is True:
-        return f"would restart: {reasons[0]}"
+        return "would start: it does not run now" if first else f"would restart: {reasons[0]}"
     return ""
 
 
-def fleet_summary_rows(hosts: Iterable[str], hostvars: Mapping) -> list[dict]:
-    """One dict per host x instance, with every column of the table; hosts keep their order."""
+def fleet_summary_rows(hosts: Iterable[str], hostvars: Mapping, inventory_hosts: Iterable[str] = ()) -> list[dict]:
+    """One dict per host x instance, with every column of the table; hosts keep their order. The fleet hosts of
+    ``inventory_hosts`` that are not in ``hosts`` get one row each, ``not in this run`` (outside --limit or this
+    slice: this run changed nothing there)."""
     if isinstance(hosts, str) or not isinstance(hosts, Iterable):
         raise AnsibleFilterError("fleet_summary_rows: the input must be a list of host names")
     if not isinstance(hostvars, Mapping):
         raise AnsibleFilterError("fleet_summary_rows: hostvars must be a mapping of host name to variables")
+    hosts = list(hosts)
     rows: list[dict] = []
     for name in hosts:
         host = str(name)
@@ -104,9 +112,11 @@ def fleet_summary_rows(hosts: Iterable[str], hostvars: Mapping) -> list[dict]:
         elif status in ("", STARTED):
             # Started, then neither finished nor failed a task: the run lost the host.
             status, error = "unreachable", error or "unreachable: the run lost this host"
-        for entry in report:
+        for position, entry in enumerate(report):
             row = {key: entry.get(key, "") for key in KEYS if key != "host"}
             row["host"] = host
+            if position:
+                row.update(dict.fromkeys(HOST_TOTALS, ""))
             if entry.get("restarted") is not True and entry.get("would_restart") is True:
                 row["restarted"] = "would"  # check mode: a real run would restart it
             row["detail"] = _first_line(entry.get("error", "")) or _why_restarted(entry)
@@ -118,12 +128,28 @@ def fleet_summary_rows(hosts: Iterable[str], hostvars: Mapping) -> list[dict]:
             row = dict.fromkeys(KEYS, "")
             row.update(host=host, state=status if status in NOT_DONE else "no instances", detail=error)
             rows.append(row)
+    return rows + _not_in_run_rows(hosts, inventory_hosts)
+
+
+def _not_in_run_rows(hosts: Iterable[str], inventory_hosts: Iterable[str]) -> list[dict]:
+    listed = {str(name) for name in hosts}
+    rows = []
+    for name in inventory_hosts or ():
+        if str(name) not in listed:
+            row = dict.fromkeys(KEYS, "")
+            row.update(host=str(name), state=NOT_IN_RUN, detail="outside --limit or this slice: nothing changed there")
+            rows.append(row)
     return rows
 
 
-def deployment_lines(deployments: Iterable[Mapping], hostvars: Mapping) -> list[str]:
+def deployment_lines(deployments: Iterable[Mapping], hostvars: Mapping, scope: Mapping | None = None) -> list[str]:
     """The placed deployments (fleet_deployments' rows): each replica's host, cards and port, with the state its
-    host's report gives that instance (what runs, not what was placed), and the replicas left out."""
+    host's report gives that instance (what runs, not what was placed), the replicas of unreachable hosts and where
+    they went, and the replicas left out (short, in a run that does not read the whole fleet). A replica on a host
+    this run did not read is as the ledger has it."""
+    scope = scope or {}
+    kept_as_recorded = set(scope.get("frozen") or [])
+    short = {(entry.get("deployment"), entry.get("replica")) for entry in scope.get("short") or []}
     lines = ["", "## Deployments", "", "| deployment | replica | host | cards | port | MiB | state |",
              "|---|---|---|---|---|---|---|"]
     for row in deployments:
@@ -131,21 +157,49 @@ def deployment_lines(deployments: Iterable[Mapping], hostvars: Mapping) -> list[
             name = f"{row['deployment']}-{replica['replica']}"
             report = (hostvars.get(replica["host"]) or {}).get("llama_server_report") or []
             found = [entry for entry in report if isinstance(entry, Mapping) and entry.get("instance") == name]
-            state = str(found[-1].get("state") or "?") if found else "not deployed"
+            if found:
+                state = str(found[-1].get("state") or "?")
+            else:
+                state = "as recorded (host not in this run)" if replica["host"] in kept_as_recorded else "not deployed"
             cards = ", ".join(str(card) for card in replica.get("gpus") or []) or "RAM"
             lines.append(f"| {_cell(row['deployment'])} | {replica['replica']} | {_cell(replica['host'])} | "
                          f"{_cell(cards)} | {replica['port']} | {replica['memory_mib']} | {_cell(state)} |")
+        for lost in row.get("lost") or []:
+            went = f"placed again on {lost['placed_on']}" if lost.get("placed_on") else "short: no room elsewhere"
+            lines.append(f"| {_cell(row['deployment'])} | {lost['replica']} | {_cell(lost['host'])} (unreachable) | "
+                         f"- | - | - | {_cell(went)} |")
         for unplaced in row.get("unplaced") or []:
-            lines.append(f"| {_cell(row['deployment'])} | {unplaced['replica']} | (unplaced) | - | - | - | "
+            where = "(short)" if (row["deployment"], unplaced["replica"]) in short else "(unplaced)"
+            lines.append(f"| {_cell(row['deployment'])} | {unplaced['replica']} | {where} | - | - | - | "
                          f"{_cell(unplaced['why'])} |")
     return lines
 
 
+def scope_lines(scope: Mapping | None) -> list[str]:
+    """What the placement could not do as usual: the cordoned hosts and what moved off them, the unreachable hosts,
+    and the cordoned hosts this run did not read."""
+    scope = scope or {}
+    lines = []
+    moved = scope.get("moved_off") or {}
+    for host in scope.get("cordoned") or []:
+        off = f"; moved off: {', '.join(moved[host])}" if moved.get(host) else ""
+        lines.append(f"cordoned: {host} (takes no replica){off}")
+    for host in scope.get("cordoned_elsewhere") or []:
+        lines.append(f"cordoned: {host}, not read by this run: its replicas move once a run reaches it")
+    lost_hosts = sorted({entry["host"] for entry in scope.get("lost") or []})
+    for host in scope.get("unreachable") or []:
+        how = ("its replicas were placed again" if host in lost_hosts else
+               "its replicas are counted where they were" if host in (scope.get("frozen") or []) else "")
+        lines.append(f"unreachable: {host}{'; ' + how if how else ''}")
+    return lines
+
+
 def fleet_summary_markdown(hosts: Iterable[str], hostvars: Mapping, title: str = "llama-server fleet",
-                           gateways: Iterable[str] = (), deployments: Iterable[Mapping] = ()) -> str:
+                           gateways: Iterable[str] = (), deployments: Iterable[Mapping] = (), *,
+                           inventory_hosts: Iterable[str] = (), scope: Mapping | None = None) -> str:
     """The Markdown table of fleet_summary_rows, with a heading and a totals line, then a line per gateway
     (``gateway: URL``: the fleet's one endpoint), then the placed deployments when there are any."""
-    rows = fleet_summary_rows(hosts, hostvars)
+    rows = fleet_summary_rows(hosts, hostvars, inventory_hosts)
     lines = [f"# {title}", ""]
     lines.append("| " + " | ".join(HEADERS) + " |")
     lines.append("|" + "|".join(["---"] * len(KEYS)) + "|")
@@ -159,13 +213,14 @@ def fleet_summary_markdown(hosts: Iterable[str], hostvars: Mapping, title: str =
     lines.append("")
     restarts = f"{restarted} restarted" + (f", {would} would restart" if would else "")
     hosts_line = f"failed hosts: {', '.join(by_state['failed']) if by_state['failed'] else 'none'}"
-    for state in ("unreachable", "not run"):
+    for state in ("unreachable", "not run", NOT_IN_RUN):
         if by_state[state]:
             hosts_line += f"; {state}: {', '.join(by_state[state])}"
     lines.append(f"{len(host_names)} host(s), {len(rows)} row(s); {changed} instance(s) changed, {restarts}; "
                  f"{hosts_line}.")
+    lines += scope_lines(scope)
     lines += [f"gateway: {url}" for url in gateways]
     deployments = list(deployments or [])
     if deployments:
-        lines += deployment_lines(deployments, hostvars)
+        lines += deployment_lines(deployments, hostvars, scope)
     return "\n".join(lines) + "\n"

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ansible.module_utils.parsing.convert_bool import boolean
+
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.inputs import (
     DEFAULT_GPU_MARGIN_MIB,
     DEFAULT_RAM_MARGIN_MIB,
@@ -28,6 +30,23 @@ RAM_MARGIN = "llama_fleet_ram_margin_mib"
 GPU_MARGIN = "llama_fleet_gpu_margin_mib"
 PORT_RANGE = "llama_fleet_port_range"
 REPORT = "llama_server_report"  # a host's rows of this run's judge or rollout
+CORDONED = "llama_fleet_cordoned"  # a host that takes no replica, and whose replicas move (docs/placement.md)
+UNREACHABLE = "llama_fleet_unreachable"  # what the placement does with the replicas of a host the run lost
+LEDGER_PATH = "llama_fleet_ledger_path"  # the controller's placement ledger
+FLEET_NAME = "llama_fleet_name"  # the name the ledger carries
+
+
+def cordon(variables: Mapping) -> bool | None:
+    """A host's ``llama_fleet_cordoned``: True or False, or None when it sets none (the ledger's record then
+    speaks). Raises ValueError naming the variable, the value and the accepted form for anything but a boolean
+    (Ansible's strict reading: true/false, yes/no, on/off, 1/0)."""
+    value = variables.get(CORDONED)
+    if value is None:
+        return None
+    try:
+        return boolean(value, strict=True)
+    except TypeError:
+        raise ValueError(f"{CORDONED}: {value!r} is not a boolean (true or false)") from None
 
 
 def _given(variables: Mapping, name: str, default=None):

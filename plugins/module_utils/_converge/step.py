@@ -418,6 +418,8 @@ class InstanceStep:
             "reasons": list(judged.reasons),
             "rewritten": [] if judged.reasons else list(judged.comments_only),
             "rolled_back": False,
+            # Whether an engine ran before this step: a start is then a restart (the summary tells them apart).
+            "was_running": bool(judged.before.running),
         }
         if diff and (judged.changed_files or judged.comments_only) and self.rendered.files[0].label in (
                 *judged.changed_files, *judged.comments_only):

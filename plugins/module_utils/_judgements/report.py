@@ -71,6 +71,7 @@ def report_entry(name: str, planned: Planned, applied: Mapping, unit: str) -> di
         build=str(props.get("build_info") or ""),
         rolled_back=bool(applied.get("rolled_back")),
         rewritten=list(applied.get("rewritten") or []),
+        was_running=bool(applied.get("was_running", True)),
     )
     if entry["state"] == "failed":
         entry["error"] = str(applied.get("error") or applied.get("msg") or "failed")

@@ -18,10 +18,14 @@ from dataclasses import asdict
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.instance import instance_errors
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.inputs import (
+    CORDONED,
+    FROZEN,
+    OPEN,
     PlacementError,
     read_deployments,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.readings import HostReading, PlacedReplica
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.run_scope import RunScope
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_layers import (
     PresetLayerError,
     preset_and_key,
@@ -188,17 +192,30 @@ def _need(item: Mapping, readings: Mapping[str, HostReading]) -> tuple[int, int,
     return 0, 0, ("no host could estimate it (" + ("; ".join(why[:3]) if why else "no host was read") + ")")
 
 
+def _current_entry(host: str, replica: PlacedReplica) -> dict:
+    return {"deployment": replica.deployment, "replica": replica.replica, "host": host,
+            "gpus": cards_of(replica.cuda_visible_devices), "memory_mib": replica.memory_mib, "port": replica.port,
+            "version": replica.version}
+
+
 def placement_inputs(deployments, readings: Mapping[str, HostReading], host_fields: Mapping[str, Mapping],
-                     versions: Mapping[str, str] | None = None
+                     versions: Mapping[str, str] | None = None, scope: RunScope | None = None
                      ) -> tuple[list[dict], list[dict], list[dict], list[str], list[str]]:
     """(deployments, hosts, current, errors, notes) for place(), from the deployments, each read host's judge
-    reading, its own fields of place()'s host input (``host_fields``: labels, ram_margin_mib, gpu_margin_mib,
-    port_range, from its variables) and each deployment's version (``deployment_versions``). A host without a
-    reading (its judge could not read it) is left out. A replica found on several hosts (its host left the fleet,
-    the replica moved, and the host came back) runs where it runs its plan, the first such host by name; the others
+    reading, the hosts' own fields of place()'s host input (``host_fields``: labels, ram_margin_mib, gpu_margin_mib,
+    port_range, from their variables), each deployment's version (``deployment_versions``) and the run's scope
+    (``run_scope.RunScope``; None: the read hosts are the whole fleet, all open).
+
+    A read host has its reading's room and replicas; a cordoned one takes nothing new. A frozen host (not changed by
+    this run) has the replicas the ledger records, counted as they run, and takes nothing new. A lost host's replicas
+    are not counted: they are placed again. A host without a reading and outside the scope is left out. A replica
+    found on several hosts (its host was down, the replica was placed again, and the host came back) runs where it
+    cannot be removed (a frozen host), else where it runs its plan, else on the first host by name; the other copies
     are removed (notes say so)."""
     listed = _listed(deployments)
     versions = versions or {}
+    cordoned = set(scope.cordoned) if scope else set()
+    frozen = scope.frozen if scope else {}
     wanted, errors = [], []
     for item in listed:
         memory, ram, why = _need(item, readings)
@@ -215,23 +232,45 @@ def placement_inputs(deployments, readings: Mapping[str, HostReading], host_fiel
         capacity = reading.capacity
         # A reading's card has place()'s fields of a card.
         hosts.append({**(host_fields.get(host) or {}), "name": host, "ram_free_mib": capacity.ram_free_mib,
-                      "gpus": [asdict(card) for card in capacity.gpus], "ports_used": list(capacity.ports_used)})
+                      "gpus": [asdict(card) for card in capacity.gpus], "ports_used": list(capacity.ports_used),
+                      "state": CORDONED if host in cordoned else OPEN})
         for replica in reading.placed:
-            if replica.deployment not in names:
-                continue  # its deployment is gone: host_changes removes it
-            entry = {"deployment": replica.deployment, "replica": replica.replica, "host": host,
-                     "gpus": cards_of(replica.cuda_visible_devices), "memory_mib": replica.memory_mib,
-                     "port": replica.port, "version": replica.version}
-            found.setdefault((replica.deployment, replica.replica), []).append((not replica.current, entry))
+            if replica.deployment in names:  # else its deployment is gone: host_changes removes it
+                found.setdefault((replica.deployment, replica.replica), []).append(
+                    ((1, not replica.current), _current_entry(host, replica)))
+    for host in sorted(frozen):
+        if host in readings:
+            continue
+        hosts.append({**(host_fields.get(host) or {}), "name": host, "ram_free_mib": 0, "gpus": [],
+                      "ports_used": [], "state": FROZEN})
+        for replica in frozen[host]:
+            if replica.deployment in names:
+                found.setdefault((replica.deployment, replica.replica), []).append(
+                    ((0, False), _current_entry(host, replica)))
     current, notes = [], []
     for (deployment, number), copies in sorted(found.items()):
         copies.sort(key=lambda pair: (pair[0], pair[1]["host"]))
         current.append(copies[0][1])
         if len(copies) > 1:
-            others = ", ".join(entry["host"] for _stale, entry in copies[1:])
+            others = ", ".join(entry["host"] for _rank, entry in copies[1:])
             notes.append(f"{replica_name(deployment, number)} runs on {copies[0][1]['host']} and on {others}: it "
                          f"stays on {copies[0][1]['host']}, the others are removed")
     return wanted, hosts, current, errors, notes
+
+
+def lost_replicas(scope: RunScope | None, result: Mapping) -> list[dict]:
+    """The replicas of the unreachable hosts that this run places again (``run_scope.REPLACE``), each with where it
+    runs now (``placed_on``: a host, or "" when it found no room: the deployment runs short)."""
+    if not scope:
+        return []
+    where = {(entry["deployment"], entry["replica"]): entry["host"] for entry in result.get("placements") or []}
+    found = []
+    for host in sorted(scope.lost):
+        for replica in scope.lost[host]:
+            placed_on = where.get((replica.deployment, replica.replica), "")
+            found.append({"deployment": replica.deployment, "replica": replica.replica, "host": host,
+                          "placed_on": "" if placed_on == host else placed_on})
+    return found
 
 
 def cards_of(cuda_visible_devices: str) -> list[str]:
@@ -277,29 +316,38 @@ def placed_instances(share: Sequence[Mapping], deployments) -> list[dict]:
 
 def removable(names: Sequence[str], result: Mapping, reports: Mapping[str, Sequence[Mapping]]) -> list[str]:
     """Of a host's replicas to remove, those that may go now: one that moved goes once its new host's report says
-    it is deployed and runs its plan (started before it is removed); one whose deployment or number is gone goes
-    at once."""
+    it is deployed and runs its plan (started before it is removed), or at once when its other copy is on a host
+    this run keeps as it is (``result["frozen"]``); one whose deployment or number is gone goes at once."""
     new_home = {replica_name(p["deployment"], p["replica"]): p["host"] for p in result.get("placements") or []}
+    frozen = set(result.get("frozen") or [])
     gone = []
     for name in names:
         host = new_home.get(name)
         rows = [row for row in reports.get(host) or [] if isinstance(row, Mapping) and row.get("instance") == name]
-        if host is None or (rows and rows[-1].get("state") == "deployed" and rows[-1].get("runs_plan")):
+        # A copy kept on a frozen host runs there (the ledger says so), and this run cannot touch that host.
+        if host is None or host in frozen or (rows and rows[-1].get("state") == "deployed"
+                                               and rows[-1].get("runs_plan")):
             gone.append(name)
     return gone
 
 
-def summary_rows(result: Mapping) -> list[dict]:
-    """One row per deployment: its replicas placed (host, cards, port) and left out."""
+def summary_rows(result: Mapping, lost: Sequence[Mapping] = ()) -> list[dict]:
+    """One row per deployment: its replicas placed (host, cards, port), left out (no room in this run: the
+    deployment runs short), and lost (on an unreachable host: ``lost_replicas``, with where each was placed
+    again)."""
     rows: dict[str, dict] = {}
+
+    def row_of(name: str) -> dict:
+        return rows.setdefault(name, {"deployment": name, "replicas": [], "unplaced": [], "lost": []})
+
     for placement in result.get("placements") or []:
-        row = rows.setdefault(placement["deployment"], {"deployment": placement["deployment"], "replicas": [],
-                                                        "unplaced": []})
+        row = row_of(placement["deployment"])
         row["replicas"].append({"replica": placement["replica"], "host": placement["host"],
                                 "gpus": list(placement["gpus"]), "port": placement["port"],
                                 "memory_mib": placement["memory_mib"]})
     for unplaced in result.get("unplaced") or []:
-        row = rows.setdefault(unplaced["deployment"], {"deployment": unplaced["deployment"], "replicas": [],
-                                                       "unplaced": []})
-        row["unplaced"].append({"replica": unplaced["replica"], "why": unplaced["why"]})
+        row_of(unplaced["deployment"])["unplaced"].append({"replica": unplaced["replica"], "why": unplaced["why"]})
+    for entry in lost:
+        row_of(entry["deployment"])["lost"].append({"replica": entry["replica"], "host": entry["host"],
+                                                    "placed_on": entry["placed_on"]})
     return [rows[name] for name in sorted(rows)]

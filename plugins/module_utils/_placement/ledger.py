@@ -35,7 +35,7 @@ class LedgerError(ValueError):
 @dataclass(frozen=True)
 class LedgerHost:
     """One host as the fleet last saw it: the replicas placed there, and the cordon a maintenance run recorded
-    (None: none recorded; the inventory's llama_fleet_cordoned, when set, wins over it)."""
+    (None: none recorded; the inventory's own cordon, when set, wins over it)."""
 
     placed: tuple[PlacedReplica, ...] = ()
     cordoned: bool | None = None

@@ -165,3 +165,69 @@ def test_the_detail_says_why_an_instance_was_restarted(entry, detail):
                                             "llama_server_report": [{"instance": "main", "state": "deployed",
                                                                      **entry}]}})
     assert rows[0]["detail"] == detail
+
+
+# ------------------------------------------------------------------ a fleet that is not all there
+def test_a_host_outside_the_run_is_not_in_this_run_never_failed():
+    rows = fleet_summary_rows(["h1"], HOSTVARS, ["h1", "h9"])
+    assert [(r["host"], r["state"], r["detail"]) for r in rows if r["host"] == "h9"] == [
+        ("h9", "not in this run", "outside --limit or this slice: nothing changed there")]
+    text = fleet_summary_markdown(["h1"], HOSTVARS, inventory_hosts=["h1", "h9"])
+    assert text.splitlines()[-1] == ("2 host(s), 3 row(s); 1 instance(s) changed, 1 restarted; failed hosts: none; "
+                                     "not in this run: h9.")
+
+
+def test_the_host_totals_are_given_once_per_host_under_a_header_that_says_so():
+    rows = fleet_summary_rows(["h1"], HOSTVARS)
+    assert [(r["ram_mib"], r["vram_mib"]) for r in rows] == [(24000, 0), ("", "")]
+    assert "| Host VRAM (MiB) | Host RAM (MiB) |" in fleet_summary_markdown(["h1"], HOSTVARS)
+
+
+@pytest.mark.parametrize(("overrides", "detail"), [
+    pytest.param({"restarted": True, "reasons": ["the unit is not loaded yet"], "was_running": False},
+                 "started: it did not run before", id="first-deploy"),
+    pytest.param({"would_restart": True, "reasons": ["the unit is not loaded yet"], "was_running": False},
+                 "would start: it does not run now", id="first-deploy-check-mode"),
+    pytest.param({"restarted": True, "reasons": ["the unit file changed"], "was_running": True},
+                 "restarted: the unit file changed", id="a-real-restart"),
+    pytest.param({"restarted": True, "reasons": ["the unit file changed"]},
+                 "restarted: the unit file changed", id="an-older-report-without-the-field"),
+])
+def test_a_first_start_is_not_called_a_restart(overrides, detail):
+    (row,) = fleet_summary_rows(["h"], {"h": {"llama_fleet_status": "ok", "llama_server_report": [
+        entry(**overrides)]}})
+    assert row["detail"] == detail
+
+
+SCOPE = {"read": ["h1", "h2"], "outside": [], "unreachable": ["h3"], "failed": [], "frozen": [],
+         "cordoned": ["h2"], "cordoned_elsewhere": [], "moved_off": {"h2": ["tiny-1 to h1"]},
+         "lost": [{"deployment": "tiny", "replica": 2, "host": "h3", "placed_on": "h1"},
+                  {"deployment": "gemma", "replica": 0, "host": "h3", "placed_on": ""}],
+         "short": [{"deployment": "gemma", "replica": 0, "why": "needs 826 MiB of RAM"}]}
+DEPLOYMENTS = [
+    {"deployment": "gemma", "replicas": [], "unplaced": [{"replica": 0, "why": "needs 826 MiB of RAM"}],
+     "lost": [{"replica": 0, "host": "h3", "placed_on": ""}]},
+    {"deployment": "tiny", "replicas": [{"replica": 1, "host": "h1", "gpus": [], "port": 8081, "memory_mib": 78},
+                                        {"replica": 2, "host": "h1", "gpus": [], "port": 8082, "memory_mib": 78}],
+     "unplaced": [], "lost": [{"replica": 2, "host": "h3", "placed_on": "h1"}]},
+]
+
+
+def test_the_summary_names_the_cordoned_and_unreachable_hosts_and_the_short_replicas():
+    hostvars = {"h1": {"llama_fleet_status": "ok", "llama_server_report": [entry("tiny-1"), entry("tiny-2")]},
+                "h2": {"llama_fleet_status": "ok", "llama_server_report": []}}
+    lines = fleet_summary_markdown(["h1", "h2", "h3"], hostvars, deployments=DEPLOYMENTS, scope=SCOPE).splitlines()
+    assert "cordoned: h2 (takes no replica); moved off: tiny-1 to h1" in lines
+    assert "unreachable: h3; its replicas were placed again" in lines
+    assert "| gemma | 0 | h3 (unreachable) | - | - | - | short: no room elsewhere |" in lines
+    assert "| gemma | 0 | (short) | - | - | - | needs 826 MiB of RAM |" in lines
+    assert "| tiny | 2 | h3 (unreachable) | - | - | - | placed again on h1 |" in lines
+    assert "| tiny | 2 | h1 | RAM | 8082 | 78 | deployed |" in lines
+
+
+def test_a_replica_on_a_host_outside_the_run_is_as_recorded():
+    deployments = [{"deployment": "tiny", "replicas": [{"replica": 0, "host": "h9", "gpus": [], "port": 8081,
+                                                        "memory_mib": 78}], "unplaced": [], "lost": []}]
+    lines = fleet_summary_markdown(["h1"], HOSTVARS, deployments=deployments, inventory_hosts=["h1", "h9"],
+                                   scope={"frozen": ["h9"], "outside": ["h9"]}).splitlines()
+    assert "| tiny | 0 | h9 | RAM | 8081 | 78 | as recorded (host not in this run) |" in lines

@@ -76,10 +76,53 @@ def test_the_run_action_sets_its_fact():
                                        task_vars={"groups": {"gw": ["g1"], "other": ["o"]}})
     assert calls == []
     assert (result["changed"], result["ansible_facts"]) == (False, {"llama_fleet_run": {
-        "hosts": ["a", "b"], "inventory_hosts": ["a", "b", "z"], "gateways": ["g1"]}})
+        "hosts": ["a", "b"], "inventory_hosts": ["a", "b", "z"], "gateways": ["g1"], "refusal": ""}})
     no_group = actions.run_action(run_action, {"hosts": ["a"], "inventory_hosts": ["a"], "gateway_group": "gw"},
                                   task_vars={"groups": {}})[0]
     assert no_group["ansible_facts"]["llama_fleet_run"]["gateways"] == []
+
+
+@pytest.mark.parametrize(("args", "hostvars", "ledger", "says"), [
+    pytest.param({"unreachable": "retry"}, {}, None, "llama_fleet_unreachable: 'retry' is not one of replace, keep",
+                 id="unknown-policy"),
+    pytest.param({}, {"z": {"llama_fleet_cordoned": "soon"}}, None,
+                 "z: llama_fleet_cordoned: 'soon' is not a boolean (true or false)", id="cordon-outside-the-limit-too"),
+    pytest.param({"placing": True}, {}, "not json", "fleet-ledger.json cannot be this fleet's placement ledger: it is "
+                 "not JSON", id="damaged-ledger"),
+    pytest.param({"placing": False}, {}, "not json", "", id="no-placement-reads-no-ledger"),
+    pytest.param({"unreachable": "keep", "placing": True}, {"a": {"llama_fleet_cordoned": "yes"}}, None, "",
+                 id="all-good"),
+])
+def test_the_run_action_refuses_wrong_fleet_settings_before_anything_changes(tmp_path, args, hostvars, ledger, says):
+    path = tmp_path / "fleet-ledger.json"
+    if ledger is not None:
+        path.write_text(ledger)
+    result = actions.run_action(run_action, {"hosts": ["a"], "inventory_hosts": ["a", "z"], "gateway_group": "gw",
+                                             "ledger_path": str(path), "fleet_name": "llama_fleet", **args},
+                                task_vars={"groups": {}, "hostvars": hostvars})[0]
+    refusal = result["ansible_facts"]["llama_fleet_run"]["refusal"]
+    assert (says in refusal) if says else refusal == ""
+    if ledger is not None:
+        assert path.read_text() == ledger  # never rewritten
+
+
+def test_gateways_keep_the_hosts_this_run_did_not_read_or_finish():
+    hostvars = {"a": {"llama_fleet_status": "ok", "llama_server_report": []},
+                "b": {"llama_fleet_status": "judged", "llama_server_report": []},
+                "c": {"llama_fleet_status": "failed", "llama_server_report": []},
+                "lost": {}, "outside": {}}
+    assert fleet_run.unfinished(hostvars, ["a", "b", "c"]) == ["b"]
+    assert fleet_run.unfinished(hostvars, ["a", "b", "c"], ["a", "b", "c", "lost", "outside"]) == [
+        "b", "lost", "outside"]
+
+
+def test_the_gateways_are_configured_before_removals_only_when_a_host_removes():
+    hostvars = {"a": {"_llama_fleet_removals": ["tiny-1"], "llama_fleet_status": "ok"},
+                "b": {"_llama_fleet_removals": [], "llama_fleet_status": "ok"},
+                "c": {"_llama_fleet_removals": ["tiny-2"], "llama_fleet_status": "failed"}}
+    assert fleet_run.removal_hosts(hostvars, ["a", "b", "c"]) == ["a"]
+    assert fleet_run.gateways_before_removals(hostvars, ["a", "b", "c"], ["gw1", "gw2"]) == ["gw1", "gw2"]
+    assert fleet_run.gateways_before_removals(hostvars, ["b", "c"], ["gw1"]) == []
 
 
 def test_the_rollout_action_sets_its_fact_or_names_a_bad_serial():

@@ -7,12 +7,14 @@ import pytest
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement import deployments as glue
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.inputs import Card
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.ledger import Ledger, LedgerHost, updated
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.readings import (
     HostCapacity,
     HostReading,
     Need,
     PlacedReplica,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.run_scope import KEEP, REPLACE, run_scope
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_layers import preset_version
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.fleet_placement import place
 
@@ -147,8 +149,9 @@ def test_placement_inputs_from_the_readings():
                        "version": "v-tiny"}]
     assert [h["name"] for h in hosts] == ["h1", "h2"]
     assert hosts[0] == {"name": "h1", "labels": {"zone": "a"}, "ram_margin_mib": 512, "gpu_margin_mib": 1024,
-                        "ram_free_mib": 4000, "gpus": [], "ports_used": [22, 8080]}
-    assert hosts[1] == {"name": "h2", "ram_free_mib": 3000, "gpus": [], "ports_used": []}  # place()'s defaults
+                        "ram_free_mib": 4000, "gpus": [], "ports_used": [22, 8080], "state": "open"}
+    assert hosts[1] == {"name": "h2", "ram_free_mib": 3000, "gpus": [], "ports_used": [],  # place()'s defaults
+                        "state": "open"}
     # The replica of a deployment that is gone is not "current": host_changes removes it.
     assert current == [{"deployment": "tiny", "replica": 0, "host": "h1", "gpus": [], "memory_mib": 600,
                         "port": 8081, "version": ""}]
@@ -234,17 +237,18 @@ def test_placed_instances_carry_the_deployment_and_the_placement():
 
 
 @pytest.mark.parametrize(
-    ("reports", "expected"),
+    ("reports", "frozen", "expected"),
     [
-        pytest.param({"h2": [{"instance": "tiny-1", "state": "deployed", "runs_plan": True}]}, ["gone-0", "tiny-1"],
-                     id="moved-and-running-there"),
-        pytest.param({"h2": [{"instance": "tiny-1", "state": "failed", "runs_plan": False}]}, ["gone-0"],
+        pytest.param({"h2": [{"instance": "tiny-1", "state": "deployed", "runs_plan": True}]}, [],
+                     ["gone-0", "tiny-1"], id="moved-and-running-there"),
+        pytest.param({"h2": [{"instance": "tiny-1", "state": "failed", "runs_plan": False}]}, [], ["gone-0"],
                      id="moved-but-failed-there-stays"),
-        pytest.param({}, ["gone-0"], id="new-host-not-reached-stays"),
+        pytest.param({}, [], ["gone-0"], id="new-host-not-reached-stays"),
+        pytest.param({}, ["h2"], ["gone-0", "tiny-1"], id="the-copy-on-a-frozen-host-runs-there"),
     ],
 )
-def test_removable_waits_for_the_new_home(reports, expected):
-    result = {"placements": [{"deployment": "tiny", "replica": 1, "host": "h2"}]}
+def test_removable_waits_for_the_new_home(reports, frozen, expected):
+    result = {"placements": [{"deployment": "tiny", "replica": 1, "host": "h2"}], "frozen": frozen}
     assert glue.removable(["gone-0", "tiny-1"], result, reports) == expected
 
 
@@ -252,9 +256,10 @@ def test_summary_rows_per_deployment():
     rows = glue.summary_rows({"placements": [{"deployment": "t", "replica": 0, "host": "h1", "gpus": [], "port": 8080,
                                               "memory_mib": 5}],
                               "unplaced": [{"deployment": "big", "replica": 0, "why": "needs 9 MiB"}]})
-    assert rows == [{"deployment": "big", "replicas": [], "unplaced": [{"replica": 0, "why": "needs 9 MiB"}]},
+    assert rows == [{"deployment": "big", "replicas": [], "unplaced": [{"replica": 0, "why": "needs 9 MiB"}],
+                     "lost": []},
                     {"deployment": "t", "replicas": [{"replica": 0, "host": "h1", "gpus": [], "port": 8080,
-                                                      "memory_mib": 5}], "unplaced": []}]
+                                                      "memory_mib": 5}], "unplaced": [], "lost": []}]
 
 
 def test_a_replica_found_twice_stays_where_it_runs_its_plan_and_goes_elsewhere():
@@ -268,3 +273,140 @@ def test_a_replica_found_twice_stays_where_it_runs_its_plan_and_goes_elsewhere()
     shares = glue.host_changes(place(wanted, hosts, current), readings)
     assert shares["h1"] == {**shares["h1"], "remove": [], "changed": False}
     assert shares["h2"] == {"instances": [], "remove": ["b-0"], "changed": True}
+
+
+# ------------------------------------------------------------------ a run that does not read the whole fleet
+def _ledger_scope(run_hosts, readings, *, statuses=None, cordons=None, ledger=None, unreachable=REPLACE):
+    inventory = ("h1", "h2", "h3")
+    statuses = statuses if statuses is not None else dict.fromkeys(readings, "ok")
+    return run_scope(inventory, run_hosts, readings, statuses=statuses, cordons=cordons or {},
+                     ledger=ledger or Ledger(fleet="f"), unreachable=unreachable)
+
+
+def _place(deployments, readings, scope):
+    wanted, hosts, current, errors, notes = glue.placement_inputs(deployments, readings, {}, {}, scope)
+    assert errors == []
+    result = place(wanted, hosts, current)
+    return result, notes
+
+
+TWO = [{"name": "b", "replicas": 2, "memory_mib": 500}]
+
+
+def test_a_frozen_host_keeps_its_replicas_and_takes_nothing_new():
+    # --limit h1: h2 runs b-1 (the ledger says), h3 runs nothing; b-0 is new and goes to h1 only.
+    ledger = Ledger(fleet="f", hosts={"h2": LedgerHost(placed=(replica("b-1", "b", 1, 8080, memory=500),)),
+                                      "h3": LedgerHost()})
+    readings = {"h1": reading(7000)}
+    scope = _ledger_scope(("h1",), readings, ledger=ledger)
+    result, notes = _place(TWO, readings, scope)
+    assert notes == []
+    assert [(p["replica"], p["host"]) for p in result["placements"]] == [(0, "h1"), (1, "h2")]
+    assert result["unplaced"] == []
+    shares = glue.host_changes(result, readings)
+    assert set(shares) == {"h1"}  # a frozen host gets no share: nothing is done there
+
+
+def test_no_room_inside_the_limit_is_left_out_not_sent_to_a_frozen_host():
+    ledger = Ledger(fleet="f", hosts={"h2": LedgerHost(), "h3": LedgerHost()})
+    readings = {"h1": reading(1600)}
+    result, _notes = _place(TWO, readings, _ledger_scope(("h1",), readings, ledger=ledger))
+    assert [(p["replica"], p["host"]) for p in result["placements"]] == [(0, "h1")]
+    assert [entry["replica"] for entry in result["unplaced"]] == [1]
+    assert result["unplaced"][0]["why"] == ("needs 500 MiB of RAM; spread: each of the 1 host(s) with its labels "
+                                            "already runs one of its replicas")
+
+
+def test_a_lost_hosts_replicas_are_placed_again_and_reported():
+    ledger = Ledger(fleet="f", hosts={"h1": LedgerHost(placed=(replica("b-0", "b", 0, 8080, memory=500),)),
+                                      "h2": LedgerHost(placed=(replica("b-1", "b", 1, 8080, memory=500),))})
+    readings = {"h1": reading(7000, [replica("b-0", "b", 0, 8080, memory=500)]), "h3": reading(7000)}
+    scope = _ledger_scope(("h1", "h2", "h3"), readings, ledger=ledger)
+    assert scope.unreachable == ("h2",)
+    result, _notes = _place(TWO, readings, scope)
+    assert [(p["replica"], p["host"]) for p in result["placements"]] == [(0, "h1"), (1, "h3")]
+    lost = glue.lost_replicas(scope, result)
+    assert lost == [{"deployment": "b", "replica": 1, "host": "h2", "placed_on": "h3"}]
+    rows = glue.summary_rows(result, lost)
+    assert rows[0]["lost"] == [{"replica": 1, "host": "h2", "placed_on": "h3"}]
+
+
+def test_a_lost_replica_with_no_room_is_short():
+    ledger = Ledger(fleet="f", hosts={"h2": LedgerHost(placed=(replica("b-1", "b", 1, 8080, memory=500),))})
+    readings = {"h1": reading(7000, [replica("b-0", "b", 0, 8080, memory=500)]), "h3": reading(900)}
+    scope = _ledger_scope(("h1", "h2", "h3"), readings, ledger=ledger)
+    result, _notes = _place(TWO, readings, scope)
+    assert [entry["replica"] for entry in result["unplaced"]] == [1]
+    assert glue.lost_replicas(scope, result) == [{"deployment": "b", "replica": 1, "host": "h2", "placed_on": ""}]
+
+
+def test_keep_counts_the_unreachable_hosts_replicas_where_they_were():
+    ledger = Ledger(fleet="f", hosts={"h2": LedgerHost(placed=(replica("b-1", "b", 1, 8080, memory=500),))})
+    readings = {"h1": reading(7000, [replica("b-0", "b", 0, 8080, memory=500)]), "h3": reading(7000)}
+    scope = _ledger_scope(("h1", "h2", "h3"), readings, ledger=ledger, unreachable=KEEP)
+    result, _notes = _place(TWO, readings, scope)
+    assert [(p["replica"], p["host"]) for p in result["placements"]] == [(0, "h1"), (1, "h2")]
+    assert glue.lost_replicas(scope, result) == []
+
+
+def test_a_host_back_from_an_outage_gives_up_its_stale_copy_and_nothing_moves_for_nothing():
+    # h2 was down, b-1 was placed again on h3; h2 is back with its old copy (it runs its plan too).
+    readings = {"h1": reading(7000, [replica("b-0", "b", 0, 8080, memory=500)]),
+                "h2": reading(7000, [replica("b-1", "b", 1, 8080, memory=500)]),
+                "h3": reading(7000, [replica("b-1", "b", 1, 8081, memory=500)])}
+    scope = _ledger_scope(("h1", "h2", "h3"), readings)
+    result, notes = _place(TWO, readings, scope)
+    assert notes == ["b-1 runs on h2 and on h3: it stays on h2, the others are removed"]
+    shares = glue.host_changes(result, readings)
+    assert [share["remove"] for share in (shares["h1"], shares["h2"], shares["h3"])] == [[], [], ["b-1"]]
+    assert not shares["h1"]["changed"]
+    assert not shares["h2"]["changed"]
+    assert len(result["placements"]) == 2  # never more than its replica count
+
+
+def test_a_copy_on_a_frozen_host_wins_over_one_this_run_reads():
+    ledger = Ledger(fleet="f", hosts={"h2": LedgerHost(placed=(replica("b-1", "b", 1, 8080, memory=500),))})
+    readings = {"h1": reading(7000, [replica("b-0", "b", 0, 8080, memory=500), replica("b-1", "b", 1, 8081,
+                                                                                       memory=500)])}
+    scope = _ledger_scope(("h1", "h3"), {**readings, "h3": reading(7000)}, ledger=ledger)
+    result, notes = _place(TWO, {**readings, "h3": reading(7000)}, scope)
+    assert notes == ["b-1 runs on h2 and on h1: it stays on h2, the others are removed"]
+    assert glue.host_changes(result, readings)["h1"]["remove"] == ["b-1"]
+
+
+def test_a_cordoned_hosts_replicas_move_and_it_takes_nothing():
+    readings = {"h1": reading(7000, [replica("b-0", "b", 0, 8080, memory=500)]),
+                "h2": reading(7000, [replica("b-1", "b", 1, 8080, memory=500)]), "h3": reading(7000)}
+    scope = _ledger_scope(("h1", "h2", "h3"), readings, cordons={"h2": True})
+    result, _notes = _place(TWO, readings, scope)
+    assert [(p["replica"], p["host"], p.get("moved_from")) for p in result["placements"]] == [
+        (0, "h1", None), (1, "h3", "h2")]
+    assert glue.host_changes(result, readings)["h2"] == {"instances": [], "remove": ["b-1"], "changed": True}
+    # Uncordoned, nothing moves back: b-1 stays on h3.
+    after = {"h1": readings["h1"], "h2": reading(7000), "h3": reading(7000, [replica("b-1", "b", 1, 8080,
+                                                                                       memory=500)])}
+    again, _notes = _place(TWO, after, _ledger_scope(("h1", "h2", "h3"), after, cordons={"h2": False}))
+    assert [(p["replica"], p["host"]) for p in again["placements"]] == [(0, "h1"), (1, "h3")]
+
+
+def test_two_runs_over_disjoint_halves_end_as_one_run_over_the_fleet():
+    deployments = [{"name": "b", "replicas": 3, "memory_mib": 500}]
+    empty = {"h1": reading(7000), "h2": reading(7000), "h3": reading(7000)}
+    whole, _notes = _place(deployments, empty, _ledger_scope(("h1", "h2", "h3"), empty))
+
+    ledger = Ledger(fleet="f", hosts={name: LedgerHost() for name in ("h1", "h2", "h3")})
+    first_read = {"h1": empty["h1"]}
+    first, _notes = _place(deployments, first_read, _ledger_scope(("h1",), first_read, ledger=ledger))
+    ran = {name: tuple(replica(p_name(p), p["deployment"], p["replica"], p["port"], memory=500)
+                       for p in first["placements"] if p["host"] == name) for name in ("h1",)}
+    ledger = updated(ledger, ("h1", "h2", "h3"), placed=ran)
+    second_read = {"h2": empty["h2"], "h3": empty["h3"]}
+    second, _notes = _place(deployments, second_read, _ledger_scope(("h2", "h3"), second_read, ledger=ledger))
+    # The same fleet: every replica placed, one per host (replicas are numbered in the order the runs placed them).
+    assert second["unplaced"] == []
+    assert sorted(p["host"] for p in second["placements"]) == sorted(p["host"] for p in whole["placements"])
+    assert sorted(p["replica"] for p in second["placements"]) == [0, 1, 2]
+
+
+def p_name(entry):
+    return glue.replica_name(entry["deployment"], entry["replica"])

@@ -1,0 +1,71 @@
+# Copyright: (c) 2026, llamafleet maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The placement ledger after a run, on the controller: the hosts this run read get what they run now, the others
+keep their entries, the hosts that left the inventory leave it; a maintenance run records cordons
+(``_placement/ledger.py`` decides; ``plugin_utils/fleet_ledger.py`` reads and writes)."""
+
+from __future__ import annotations
+
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.ledger import ledger_text, updated
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.readings import HostReading, PlacedReplica
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import fleet_ledger
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.controller_action import ControllerAction
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.fleet_run import DONE, JUDGEMENT, STATUS
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.placement_view import plain
+
+ARGUMENT_SPEC = {
+    "path": {"type": "str", "default": "./fleet-ledger.json"},
+    "fleet_name": {"type": "str", "required": True},
+    "inventory_hosts": {"type": "list", "elements": "str", "required": True},
+    "placed": {"type": "dict", "default": None},
+    "cordon": {"type": "list", "elements": "str", "default": []},
+    "uncordon": {"type": "list", "elements": "str", "default": []},
+}
+
+
+def ran_replicas(hostvars, placed: dict) -> dict[str, list[PlacedReplica]]:
+    """What each host the run read runs now: its share of the placement once its rollout is done (status ok), else
+    what its judge found there (its rollout did not run, or did not finish)."""
+    found = {}
+    for host, share in placed.items():
+        variables = hostvars.get(host) or {}
+        if variables.get(STATUS) == DONE:
+            found[host] = [PlacedReplica.from_dict(entry) for entry in share or []]
+            continue
+        reading = HostReading.from_dict(plain((variables.get(JUDGEMENT) or {}).get("placement")))
+        if reading is not None:
+            found[host] = list(reading.placed)
+    return found
+
+
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
+
+    def act(self, args: dict, task_vars: dict) -> dict:
+        inventory = args["inventory_hosts"]
+        unknown = sorted((set(args["cordon"]) | set(args["uncordon"])) - set(inventory))
+        both = sorted(set(args["cordon"]) & set(args["uncordon"]))
+        if unknown or both:
+            why = (f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not a host of the fleet "
+                   f"({len(inventory)} host(s))" if unknown else "")
+            why += ("; " if why and both else "") + (f"{', '.join(both)}: both cordoned and uncordoned" if both else "")
+            return {"failed": True, "msg": f"{why} (the ledger was not changed)"}
+        try:
+            before = fleet_ledger.load(args["path"], args["fleet_name"], inventory)
+        except fleet_ledger.FleetSettingError as err:
+            return {"failed": True, "msg": str(err)}
+        cordons = {**dict.fromkeys(args["cordon"], True), **dict.fromkeys(args["uncordon"], False)}
+        placed = ran_replicas(task_vars.get("hostvars") or {}, plain(args["placed"] or {}))
+        after = updated(before, inventory, placed=placed, cordoned=cordons)
+        old, new = ledger_text(before), ledger_text(after)
+        result = {"path": args["path"], "hosts": sorted(placed), "cordoned": sorted(
+            host for host, entry in after.hosts.items() if entry.cordoned)}
+        try:
+            changed = (new != old or not fleet_ledger.exists(args["path"])) and (
+                self._task.check_mode or fleet_ledger.save(args["path"], after))
+        except OSError as err:
+            return {"failed": True, "msg": f"cannot write the placement ledger to {args['path']}: {err}"}
+        result["changed"] = bool(changed)
+        if self._task.diff and changed:
+            result["diff"] = {"before": old, "after": new, "before_header": args["path"], "after_header": args["path"]}
+        return result
