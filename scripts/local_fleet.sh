@@ -47,7 +47,8 @@ deploy() {
     "$venv/bin/ansible-playbook" -i "$("$here/fleet.sh" inventory)" -i "$gateway_inventory" \
     "$root/playbooks/deploy-llm.yml" \
     -e "@$root/playbooks/vars/local-fleet.yml" -e "llama_fleet_summary_path=$root/fleet-summary.md" \
-    -e "llama_fleet_metrics_targets_path=$root/fleet-targets.json"
+    -e "llama_fleet_metrics_targets_path=$root/fleet-targets.json" \
+    -e "llama_fleet_ledger_path=$root/fleet-ledger.json"
 }
 
 completions() {

@@ -117,8 +117,11 @@ def fleet_summary_rows(hosts: Iterable[str], hostvars: Mapping, inventory_hosts:
             row["host"] = host
             if position:
                 row.update(dict.fromkeys(HOST_TOTALS, ""))
-            if entry.get("restarted") is not True and entry.get("would_restart") is True:
-                row["restarted"] = "would"  # check mode: a real run would restart it
+            first = entry.get("was_running") is False  # started, not restarted: it did not run before
+            if entry.get("restarted") is True and first:
+                row["restarted"] = "started"
+            elif entry.get("restarted") is not True and entry.get("would_restart") is True:
+                row["restarted"] = "would start" if first else "would"  # check mode: what a real run would do
             row["detail"] = _first_line(entry.get("error", "")) or _why_restarted(entry)
             if status in ("failed", "unreachable") and row.get("state") not in ("failed", "absent"):
                 # The host failed after this instance was handled; say so on the row too.
@@ -208,10 +211,14 @@ def fleet_summary_markdown(hosts: Iterable[str], hostvars: Mapping, title: str =
     host_names = list(dict.fromkeys(row["host"] for row in rows))
     by_state = {state: sorted({row["host"] for row in rows if row.get("state") == state}) for state in NOT_DONE}
     restarted = sum(1 for row in rows if row.get("restarted") is True)
+    started = sum(1 for row in rows if row.get("restarted") == "started")
     would = sum(1 for row in rows if row.get("restarted") == "would")
+    would_start = sum(1 for row in rows if row.get("restarted") == "would start")
     changed = sum(1 for row in rows if row.get("changed") is True)
     lines.append("")
-    restarts = f"{restarted} restarted" + (f", {would} would restart" if would else "")
+    restarts = ((f"{started} started, " if started else "") + f"{restarted} restarted"
+                + (f", {would_start} would start" if would_start else "")
+                + (f", {would} would restart" if would else ""))
     hosts_line = f"failed hosts: {', '.join(by_state['failed']) if by_state['failed'] else 'none'}"
     for state in ("unreachable", "not run", NOT_IN_RUN):
         if by_state[state]:

@@ -199,6 +199,20 @@ def test_a_first_start_is_not_called_a_restart(overrides, detail):
     assert row["detail"] == detail
 
 
+def test_the_totals_count_starts_apart_from_restarts():
+    hostvars = {"h": {"llama_fleet_status": "ok", "llama_server_report": [
+        entry("a", changed=True, restarted=True, reasons=["x"], was_running=False),
+        entry("b", changed=True, restarted=True, reasons=["the unit file changed"], was_running=True)]}}
+    rows = fleet_summary_rows(["h"], hostvars)
+    assert [row["restarted"] for row in rows] == ["started", True]
+    assert fleet_summary_markdown(["h"], hostvars).splitlines()[-1] == (
+        "1 host(s), 2 row(s); 2 instance(s) changed, 1 started, 1 restarted; failed hosts: none.")
+    preview = {"h": {"llama_fleet_status": "ok", "llama_server_report": [
+        entry("a", changed=True, would_restart=True, reasons=["x"], was_running=False)]}}
+    assert fleet_summary_rows(["h"], preview)[0]["restarted"] == "would start"
+    assert "0 restarted, 1 would start;" in fleet_summary_markdown(["h"], preview)
+
+
 SCOPE = {"read": ["h1", "h2"], "outside": [], "unreachable": ["h3"], "failed": [], "frozen": [],
          "cordoned": ["h2"], "cordoned_elsewhere": [], "moved_off": {"h2": ["tiny-1 to h1"]},
          "lost": [{"deployment": "tiny", "replica": 2, "host": "h3", "placed_on": "h1"},
