@@ -12,6 +12,8 @@
 #        scripts/fleet.sh status     one line per host (pid, address, ssh, systemd)
 #        scripts/fleet.sh inventory  print the inventory's path
 #        scripts/fleet.sh hosts      print the fleet as JSON (name, address, groups, ssh key)
+#        scripts/fleet.sh poweroff H power host H (a number or a name) off, keeping its disk
+#        scripts/fleet.sh poweron H  boot host H again from its disk (what it ran starts again)
 #        scripts/fleet.sh rootfs     build the shared rootfs if missing, print it
 #
 # Environment: LLAMAFLEET_CACHE (default ~/.cache/llamafleet; the rootfs lives in
@@ -381,7 +383,7 @@ $(tail -n 20 "$(host_dir "$i")/console.log")"
 }
 
 stop_host() {
-  local i=$1 pid dir name veth
+  local i=$1 keep_disk=${2:-} pid dir name veth
   dir=$(host_dir "$i")
   name=$(host_name "$i")
   veth=$(veth_name "$i")
@@ -401,7 +403,43 @@ stop_host() {
   # The veth dies with the container's namespace; remove a leftover of ours only.
   if ip link show "$veth" >/dev/null 2>&1; then ip link delete "$veth" || true; fi
   remove_cgroups "$i"
-  remove_tree "$dir"
+  [ -n "$keep_disk" ] || remove_tree "$dir"
+}
+
+# A host's number from its number or name (llf-host2 -> 2), checked against the fleet that is up.
+host_index() {
+  local given=$1 n i
+  [ -f "$state/size" ] || die "no fleet is up; run: scripts/fleet.sh up"
+  n=$(cat "$state/size")
+  i=${given#"$name_prefix"}
+  [[ "$i" =~ ^[0-9]+$ ]] && [ "$i" -ge 1 ] && [ "$i" -le "$n" ] || die "no host '$given' in the fleet of $n"
+  echo "$i"
+}
+
+# A host that goes down and comes back with its disk, as a real machine does after a power cut: what it ran is
+# still installed (enabled units start again at boot), unlike `up`, which gives a dead host a fresh disk.
+cmd_poweroff() {
+  local i
+  i=$(host_index "$1")
+  lock_fleet
+  host_pid "$i" >/dev/null || die "$(host_name "$i") is not running"
+  stop_host "$i" keep-disk
+}
+
+cmd_poweron() {
+  local i root
+  i=$(host_index "$1")
+  [ "$(id -u)" -eq 0 ] || die "run as root (systemd-nspawn, veth)"
+  share=$(cat "$(host_dir "$i")/share" 2>/dev/null || true)
+  need_tools
+  root=$(build_rootfs)
+  lock_fleet
+  host_pid "$i" >/dev/null && die "$(host_name "$i") is already running"
+  [ -d "$(host_dir "$i")/upper" ] || die "$(host_name "$i") has no disk to boot from; run: scripts/fleet.sh up"
+  boot_host "$i" "$root"
+  configure_veth "$i"
+  wait_ready "$i"
+  log "$(host_name "$i"): back, with its disk"
 }
 
 write_inventory() {
@@ -544,7 +582,10 @@ case "${1:-}" in
   status) cmd_status ;;
   inventory) cmd_inventory ;;
   hosts) cmd_hosts ;;
+  poweroff) cmd_poweroff "${2:?usage: $0 poweroff HOST}" ;;
+  poweron) cmd_poweron "${2:?usage: $0 poweron HOST}" ;;
   rootfs) build_rootfs ;;
   _launch) launch_host "$2" "$3" ;;   # internal: see boot_host
-  *) echo "usage: $0 up [N] | down | status | inventory | hosts | rootfs" >&2; exit 2 ;;
+  *) echo "usage: $0 up [N] | down | status | inventory | hosts | poweroff HOST | poweron HOST | rootfs" >&2
+     exit 2 ;;
 esac

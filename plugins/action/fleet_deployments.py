@@ -34,7 +34,8 @@ ARGUMENT_SPEC = {
     "run_hosts": {"type": "list", "elements": "str", "default": None},
     "unreachable": {"type": "raw", "default": None},
     "ledger_path": {"type": "str", "default": "./fleet-ledger.json"},
-    "fleet_name": {"type": "str", "default": None},
+    "fleet_name": {"type": "str", "default": "llama_fleet"},
+    "cordoned": {"type": "list", "elements": "str", "default": None},
 }
 
 
@@ -84,9 +85,9 @@ class ActionModule(ControllerAction):
         for host in inventory:
             host_fields[host] = plain(role_vars.host_fields(hostvars.get(host) or {}))
         try:
-            ledger = fleet_ledger.load(args["ledger_path"], args["fleet_name"] or "", inventory)
+            ledger = fleet_ledger.load(args["ledger_path"], args["fleet_name"], inventory)
             scope = fleet_ledger.scope(hostvars, inventory, run_hosts, readings, ledger=ledger,
-                                       unreachable=args["unreachable"])
+                                       unreachable=args["unreachable"], cordoned=args["cordoned"])
         except fleet_ledger.FleetSettingError as err:
             return _refused(result, f"{err} (nothing was changed)")
         if scope.unrecorded:
@@ -127,7 +128,12 @@ class ActionModule(ControllerAction):
                       scope=_scope_view(scope, lost, short, placement),
                       ledger=_ledger_replicas(placement, shares, versions))
         if placement["unplaced"] and not short:
-            refused = [f"deployment {entry['deployment']} replica {entry['replica']}: {entry['why']}"
-                       for entry in placement["unplaced"]]
+            cordoned_on = {(entry["deployment"], entry["replica"]): entry["host"] for entry in current
+                           if entry["host"] in scope.cordoned}
+            refused = []
+            for entry in placement["unplaced"]:
+                host = cordoned_on.get((entry["deployment"], entry["replica"]))
+                why = f"it runs on {host}, which is cordoned, and no other host can take it: " if host else ""
+                refused.append(f"deployment {entry['deployment']} replica {entry['replica']}: {why}{entry['why']}")
             _refused(result, "; ".join(refused) + " (nothing was changed)", unplaced=refused)
         return result

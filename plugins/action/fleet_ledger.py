@@ -15,11 +15,12 @@ from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.placement_view
 
 ARGUMENT_SPEC = {
     "path": {"type": "str", "default": "./fleet-ledger.json"},
-    "fleet_name": {"type": "str", "required": True},
+    "fleet_name": {"type": "str", "default": "llama_fleet"},
     "inventory_hosts": {"type": "list", "elements": "str", "required": True},
     "placed": {"type": "dict", "default": None},
     "cordon": {"type": "list", "elements": "str", "default": []},
     "uncordon": {"type": "list", "elements": "str", "default": []},
+    "refused": {"type": "bool", "default": False},
 }
 
 
@@ -43,18 +44,16 @@ class ActionModule(ControllerAction):
 
     def act(self, args: dict, task_vars: dict) -> dict:
         inventory = args["inventory_hosts"]
-        unknown = sorted((set(args["cordon"]) | set(args["uncordon"])) - set(inventory))
-        both = sorted(set(args["cordon"]) & set(args["uncordon"]))
-        if unknown or both:
-            why = (f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not a host of the fleet "
-                   f"({len(inventory)} host(s))" if unknown else "")
-            why += ("; " if why and both else "") + (f"{', '.join(both)}: both cordoned and uncordoned" if both else "")
-            return {"failed": True, "msg": f"{why} (the ledger was not changed)"}
+        if args["refused"]:
+            # The run was refused before any host changed: nothing of it is recorded, its cordons neither.
+            return {"changed": False, "path": args["path"], "msg": "the run was refused: the ledger is left as it was"}
+        if args["placed"] is None and not args["cordon"] and not args["uncordon"]:
+            return {"changed": False, "path": args["path"], "msg": "nothing to record (no placement, no cordon)"}
         try:
+            cordons = fleet_ledger.cordon_request(inventory, args["cordon"], args["uncordon"])
             before = fleet_ledger.load(args["path"], args["fleet_name"], inventory)
         except fleet_ledger.FleetSettingError as err:
-            return {"failed": True, "msg": str(err)}
-        cordons = {**dict.fromkeys(args["cordon"], True), **dict.fromkeys(args["uncordon"], False)}
+            return {"failed": True, "msg": f"{err} (the ledger was not changed)"}
         placed = ran_replicas(task_vars.get("hostvars") or {}, plain(args["placed"] or {}))
         after = updated(before, inventory, placed=placed, cordoned=cordons)
         old, new = ledger_text(before), ledger_text(after)

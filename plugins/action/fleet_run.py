@@ -7,7 +7,7 @@ task would fail one host only)."""
 
 from __future__ import annotations
 
-from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import fleet_ledger
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import fleet_ledger, role_vars
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.controller_action import ControllerAction
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.fleet_run import RUN_FACT, run_facts
 
@@ -17,8 +17,10 @@ ARGUMENT_SPEC = {
     "gateway_group": {"type": "str", "required": True},
     "unreachable": {"type": "raw", "default": None},
     "ledger_path": {"type": "str", "default": "./fleet-ledger.json"},
-    "fleet_name": {"type": "str", "default": None},
-    "placing": {"type": "bool", "default": False},
+    "fleet_name": {"type": "str", "default": "llama_fleet"},
+    "cordon": {"type": "list", "elements": "str", "default": []},
+    "uncordon": {"type": "list", "elements": "str", "default": []},
+    "maintenance": {"type": "bool", "default": False},
 }
 
 
@@ -27,7 +29,20 @@ class ActionModule(ControllerAction):
 
     def act(self, args: dict, task_vars: dict) -> dict:
         facts = run_facts(args["hosts"], args["inventory_hosts"], args["gateway_group"], task_vars.get("groups") or {})
-        facts["refusal"] = fleet_ledger.settings_refusal(
+        try:
+            request = fleet_ledger.cordon_request(args["inventory_hosts"], args["cordon"], args["uncordon"])
+        except fleet_ledger.FleetSettingError as err:
+            request, refusal = {}, str(err)
+        else:
+            refusal = ""
+            if args["maintenance"] and not request:
+                refusal = (f"a maintenance run needs {role_vars.CORDON_REQUEST} or {role_vars.UNCORDON_REQUEST} "
+                           "(a host, or a list of hosts): -e llama_fleet_cordon=HOST takes a host out, "
+                           "-e llama_fleet_uncordon=HOST brings it back")
+        more, cordoned = fleet_ledger.settings_refusal(
             task_vars.get("hostvars") or {}, args["inventory_hosts"], unreachable=args["unreachable"],
-            ledger_path=args["ledger_path"], fleet=args["fleet_name"] or "", placing=args["placing"])
+            ledger_path=args["ledger_path"], fleet=args["fleet_name"], request=request)
+        facts.update(refusal="; ".join(part for part in (refusal, more) if part), cordoned=cordoned,
+                     cordon=sorted(host for host, state in request.items() if state),
+                     uncordon=sorted(host for host, state in request.items() if not state))
         return {"changed": False, "ansible_facts": {RUN_FACT: facts}}

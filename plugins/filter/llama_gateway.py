@@ -13,12 +13,24 @@ def _keys(variables) -> dict:
     return {str(instance.get("name")): key for instance, _preset, key in role_vars.present_instances(variables)}
 
 
-def gateway_servers(hostvars, hosts, keep_hosts=()) -> dict:
+def _in_rotation(host: dict, variables, cordoned: set) -> dict:
+    """A host as the gateway routes it: a cordoned host's instances placed by hand leave the rotation (they keep
+    running); its placed replicas stay until their new copies serve."""
+    if host["name"] not in cordoned or host["report"] is None:
+        return host
+    hand = {str(item.get("name")) for item in variables.get(role_vars.HAND_INSTANCES) or [] if isinstance(item, dict)}
+    return {**host, "report": [row for row in host["report"] if str(row.get("instance")) not in hand]}
+
+
+def gateway_servers(hostvars, hosts, keep_hosts=(), cordoned_hosts=()) -> dict:
     """The fleet's routes for llamafleet.llamacpp.llama_gateway_config (fleet_routes.fleet_servers), from each
     host's report of this run (``llama_server_report``), address (``ansible_host``) and instances' keys. The hosts
-    in ``keep_hosts`` are left to the module, which keeps their servers as the gateway has them."""
+    in ``keep_hosts`` are left to the module, which keeps their servers as the gateway has them; the hand-placed
+    instances of the ``cordoned_hosts`` are not routed."""
     hosts = [name for name in hosts or [] if name not in set(keep_hosts or [])]
-    fleet = [{**role_vars.fleet_host(hostvars, name), "keys": _keys(hostvars[name])} for name in hosts]
+    cordoned = set(cordoned_hosts or [])
+    fleet = [_in_rotation({**role_vars.fleet_host(hostvars, name), "keys": _keys(hostvars[name])}, hostvars[name],
+                          cordoned) for name in hosts]
     if hosts and not keep_hosts and all(host["report"] is None for host in fleet):
         raise AnsibleFilterError("no host of the fleet was judged or deployed in this run, so nothing says what runs "
                                  "there: run the gateway from playbooks/deploy-llm.yml, after its judge")

@@ -106,8 +106,9 @@ def _unplaced_why(deployment: Deployment, eligible: Sequence[str], capacity: Cap
         return f"{need} on a host labelled {deployment.labels_text()}: no host has these labels"
     open_hosts = [host for host in eligible if deployment.policy != "spread" or host not in occupied]
     if not open_hosts:
+        best = max(eligible, key=lambda host: (capacity.offer(deployment, host), host))
         return (f"{need}; spread: each of the {len(eligible)} host(s) with its labels already runs one of its "
-                "replicas")
+                f"replicas (the best of them, {best}, has {capacity.describe(deployment, best)})")
     best = max(open_hosts, key=lambda host: (capacity.offer(deployment, host), host))
     return f"{need}; the best candidate, {best}, has {capacity.describe(deployment, best)}"
 

@@ -67,9 +67,16 @@ options:
     description: The placement ledger (M(llamafleet.llamacpp.fleet_ledger)); read, never written here.
     type: str
     default: ./fleet-ledger.json
+  cordoned:
+    description: The fleet hosts cordoned in this run (the C(cordoned) of M(llamafleet.llamacpp.fleet_run)'s fact).
+      When not given, each host's C(llama_fleet_cordoned), else the ledger's record.
+    type: list
+    elements: str
   fleet_name:
-    description: The fleet's name, which the ledger must carry.
+    description: The fleet's name, which the ledger must carry (the deploy playbook gives C(llama_fleet_name), by
+      default its host pattern C(llama_fleet_hosts)).
     type: str
+    default: llama_fleet
 seealso:
   - module: llamafleet.llamacpp.llama_server_host
   - module: llamafleet.llamacpp.fleet_ledger

@@ -42,7 +42,7 @@ options:
     description: The fleet's name, which the ledger carries (the deploy playbook gives C(llama_fleet_name), by default
       its host pattern C(llama_fleet_hosts)).
     type: str
-    required: true
+    default: llama_fleet
   inventory_hosts:
     description: Every host of the fleet, within a C(--limit) or not.
     type: list
@@ -63,6 +63,12 @@ options:
     type: list
     elements: str
     default: []
+  refused:
+    description: Whether the run was refused before any host changed (the placement's C(refused)); then nothing is
+      recorded, its cordons neither. With no O(placed), O(cordon) or O(uncordon) nothing is recorded either, and the
+      file is not read.
+    type: bool
+    default: false
 seealso:
   - module: llamafleet.llamacpp.fleet_deployments
 attributes:

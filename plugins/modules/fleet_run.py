@@ -17,9 +17,12 @@ description:
     C(gateways) (the hosts of the inventory group O(gateway_group), none without it) - which the playbook's plays
     read by name. Delegate its facts to C(localhost) so that every play of the run can read them.
   - It also checks the fleet's settings before any host changes, and says what is wrong in the fact's C(refusal)
-    (empty when nothing is) - O(unreachable), every fleet host's C(llama_fleet_cordoned) (a boolean, or not set) and,
-    with O(placing), the placement ledger at O(ledger_path). The playbook fails every host with it (a failed
-    C(run_once) task would fail one host only).
+    (empty when nothing is) - O(unreachable), the placement ledger at O(ledger_path) (absent, or this fleet's),
+    O(cordon) and O(uncordon) (hosts of the fleet, not both, not against the inventory), and every fleet host's
+    C(llama_fleet_cordoned) (a boolean, or not set). The playbook fails every host with it (a failed C(run_once)
+    task would fail one host only).
+  - "The fact's C(cordoned) lists the fleet hosts cordoned in this run: a host's C(llama_fleet_cordoned) when set
+    (it wins), else the request (O(cordon), O(uncordon)), else the ledger's record."
   - Nothing runs on a host.
 author:
   - llamafleet maintainers (@llamafleet)
@@ -50,10 +53,24 @@ options:
     type: str
     default: ./fleet-ledger.json
   fleet_name:
-    description: The fleet's name, which the ledger must carry.
+    description: The fleet's name, which the ledger must carry (the deploy playbook gives C(llama_fleet_name), by
+      default its host pattern C(llama_fleet_hosts)).
     type: str
-  placing:
-    description: Whether the run places C(llama_fleet_deployments) (only then is the ledger read).
+    default: llama_fleet
+  cordon:
+    description: The maintenance playbook's hosts to cordon in this run (C(llama_fleet_cordon)); recorded in the
+      ledger at the end of a run that was not refused.
+    type: list
+    elements: str
+    default: []
+  uncordon:
+    description: The maintenance playbook's hosts to open again (C(llama_fleet_uncordon)).
+    type: list
+    elements: str
+    default: []
+  maintenance:
+    description: Whether this is a maintenance run (C(playbooks/maintenance.yml)); one without O(cordon) or
+      O(uncordon) is refused.
     type: bool
     default: false
 seealso:
@@ -81,8 +98,9 @@ ansible_facts:
   type: dict
   contains:
     llama_fleet_run:
-      description: C(hosts), C(inventory_hosts) and C(gateways), each a list of inventory names, and C(refusal) (why
-        the fleet's settings refuse the run; empty when they do not).
+      description: C(hosts), C(inventory_hosts), C(gateways) and C(cordoned), each a list of inventory names,
+        C(cordon) and C(uncordon) (the request, checked), and C(refusal) (why the fleet's settings refuse the run;
+        empty when they do not).
       returned: always
       type: dict
 """

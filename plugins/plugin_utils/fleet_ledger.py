@@ -85,24 +85,75 @@ def cordons(hostvars: Mapping, hosts: Sequence[str]) -> dict[str, bool | None]:
     return found
 
 
-def settings_refusal(hostvars: Mapping, inventory: Sequence[str], *, unreachable, ledger_path: str, fleet: str,
-                     placing: bool) -> str:
-    """Why the run's fleet settings refuse it ("" when they do not): the unreachable-host policy, every fleet host's
-    cordon, and (when the run places deployments) the ledger."""
+def cordon_request(inventory: Sequence[str], cordon: Sequence[str], uncordon: Sequence[str]) -> dict[str, bool]:
+    """A maintenance run's request (``llama_fleet_cordon``, ``llama_fleet_uncordon``) by host. Raises
+    FleetSettingError for a host that is not the fleet's, or one named in both."""
+    unknown = sorted((set(cordon) | set(uncordon)) - set(inventory))
+    both = sorted(set(cordon) & set(uncordon))
     problems = []
-    for check in (lambda: policy(unreachable), lambda: cordons(hostvars, inventory),
-                  lambda: load(ledger_path, fleet, inventory) if placing else None):
-        try:
-            check()
-        except FleetSettingError as err:
-            problems.append(str(err))
-    return "; ".join(problems)
+    if unknown:
+        problems.append(f"{role_vars.CORDON_REQUEST}/{role_vars.UNCORDON_REQUEST}: {', '.join(unknown)} "
+                        f"{'is' if len(unknown) == 1 else 'are'} not a host of the fleet ({len(inventory)} host(s))")
+    if both:
+        problems.append(f"{role_vars.CORDON_REQUEST}/{role_vars.UNCORDON_REQUEST}: {', '.join(both)}: both cordoned "
+                        "and uncordoned")
+    if problems:
+        raise FleetSettingError("; ".join(problems))
+    return {**dict.fromkeys(cordon, True), **dict.fromkeys(uncordon, False)}
+
+
+def effective_cordons(hostvars: Mapping, inventory: Sequence[str], request: Mapping[str, bool],
+                      ledger: Ledger | None) -> dict[str, bool]:
+    """Whether each fleet host is cordoned in this run: its ``llama_fleet_cordoned`` when set (it wins), else the
+    maintenance run's request, else the ledger's record, else not. Raises FleetSettingError naming a host whose
+    variable is not a boolean, or contradicts the request (the inventory would win, silently)."""
+    given = cordons(hostvars, inventory)
+    against = sorted(host for host, wanted in request.items() if given.get(host) not in (None, wanted))
+    if against:
+        raise FleetSettingError(
+            f"{', '.join(against)}: {role_vars.CORDONED} in the inventory says otherwise than this maintenance run, "
+            "and the inventory wins: change it there, or remove it to let the ledger's record speak")
+    found = {}
+    for host in inventory:
+        if given.get(host) is not None:
+            found[host] = bool(given[host])
+        elif host in request:
+            found[host] = request[host]
+        else:
+            record = ledger.hosts.get(host) if ledger else None
+            found[host] = bool(record and record.cordoned)
+    return found
+
+
+def settings_refusal(hostvars: Mapping, inventory: Sequence[str], *, unreachable, ledger_path: str, fleet: str,
+                     request: Mapping[str, bool]) -> tuple[str, list[str]]:
+    """(why the run's fleet settings refuse it, "" when they do not; the fleet hosts cordoned in this run): the
+    unreachable-host policy, the ledger, and every fleet host's cordon."""
+    problems, cordoned = [], []
+    try:
+        policy(unreachable)
+    except FleetSettingError as err:
+        problems.append(str(err))
+    ledger = None
+    try:
+        ledger = load(ledger_path, fleet, inventory)
+    except FleetSettingError as err:
+        problems.append(str(err))
+    try:
+        cordoned = [host for host, state in effective_cordons(hostvars, inventory, request, ledger).items() if state]
+    except FleetSettingError as err:
+        problems.append(str(err))
+    return "; ".join(problems), cordoned
 
 
 def scope(hostvars: Mapping, inventory: Sequence[str], run_hosts: Sequence[str],
-          readings: Mapping[str, HostReading], *, ledger: Ledger, unreachable) -> RunScope:
+          readings: Mapping[str, HostReading], *, ledger: Ledger, unreachable,
+          cordoned: Sequence[str] | None = None) -> RunScope:
     """The run's scope: what the placement may do on each fleet host (run_scope.run_scope), from the hosts'
-    statuses and cordons."""
+    statuses and cordons (``cordoned``: the run's cordoned hosts, as fleet_run found them; None: each host's
+    variable, else the ledger's record)."""
     statuses = {host: (hostvars.get(host) or {}).get(STATUS) for host in inventory}
-    return run_scope(inventory, run_hosts, readings, statuses=statuses, cordons=cordons(hostvars, inventory),
-                     ledger=ledger, unreachable=policy(unreachable))
+    given = (cordons(hostvars, inventory) if cordoned is None
+             else {host: host in set(cordoned) for host in inventory})
+    return run_scope(inventory, run_hosts, readings, statuses=statuses, cordons=given, ledger=ledger,
+                     unreachable=policy(unreachable))

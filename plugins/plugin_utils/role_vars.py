@@ -34,6 +34,8 @@ CORDONED = "llama_fleet_cordoned"  # a host that takes no replica, and whose rep
 UNREACHABLE = "llama_fleet_unreachable"  # what the placement does with the replicas of a host the run lost
 LEDGER_PATH = "llama_fleet_ledger_path"  # the controller's placement ledger
 FLEET_NAME = "llama_fleet_name"  # the name the ledger carries
+CORDON_REQUEST = "llama_fleet_cordon"  # the maintenance playbook's hosts to cordon
+UNCORDON_REQUEST = "llama_fleet_uncordon"  # and to open again
 
 
 def cordon(variables: Mapping) -> bool | None:

@@ -131,7 +131,8 @@ def test_a_cordon_with_no_room_elsewhere_is_refused_naming_the_deployment():
     result = run_action({"h1": judged(8000, NEEDS, placed, llama_fleet_cordoned=True), "h2": judged(1500, NEEDS)},
                         deployments=[{"name": "gemma", "preset": "gemma", "replicas": 1}])
     assert result["refused"] is True
-    assert result["msg"].startswith("deployment gemma replica 0: needs 826 MiB of RAM")
+    assert result["msg"].startswith("deployment gemma replica 0: it runs on h1, which is cordoned, and no other host "
+                                    "can take it: needs 826 MiB of RAM")
     assert "the best candidate, h2, has" in result["msg"]
 
 

@@ -65,7 +65,7 @@ def test_cordon_and_uncordon_are_recorded(tmp_path):
 
 
 @pytest.mark.parametrize(("args", "says"), [
-    ({"cordon": ["h7"]}, "h7 is not a host of the fleet (3 host(s))"),
+    ({"cordon": ["h7"]}, "llama_fleet_cordon/llama_fleet_uncordon: h7 is not a host of the fleet (3 host(s))"),
     ({"cordon": ["h1"], "uncordon": ["h1"]}, "h1: both cordoned and uncordoned"),
 ])
 def test_a_wrong_maintenance_request_changes_nothing(tmp_path, args, says):
@@ -88,3 +88,13 @@ def test_a_foreign_ledger_is_never_overwritten(tmp_path):
     assert result["failed"] is True
     assert "it is the ledger of the fleet 'other'" in result["msg"]
     assert json.loads(path.read_text())["fleet"] == "other"
+
+
+def test_a_refused_run_records_nothing_and_a_run_with_nothing_to_record_reads_no_file(tmp_path):
+    result, path = run(tmp_path, {"h1": judged("ok")}, placed={"h1": [NEW.as_dict()]}, cordon=["h1"], refused=True)
+    assert result["changed"] is False
+    assert not path.exists()
+    path.write_text("not a ledger, and not read")
+    result, _path = run(tmp_path)
+    assert result == {**result, "changed": False, "msg": "nothing to record (no placement, no cordon)"}
+    assert path.read_text() == "not a ledger, and not read"

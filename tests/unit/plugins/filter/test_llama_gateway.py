@@ -41,6 +41,19 @@ def test_kept_hosts_are_left_to_the_module():
     assert filters.gateway_servers({"h2": {}}, ["h2"], ["h2"])["servers"] == []
 
 
+def test_a_cordoned_hosts_hand_placed_instances_leave_the_rotation_and_its_replicas_stay():
+    replica = {**ROW, "instance": "tiny-0", "port": "8081"}
+    hostvars = {"h1": {**_host([ROW, replica], address="10.0.0.1"),
+                       "llama_server_placed_instances": [{"name": "tiny-0", "preset": "chat"}]},
+                "h2": _host([ROW], address="10.0.0.2")}
+    found = filters.gateway_servers(hostvars, ["h1", "h2"], [], ["h1"])
+    assert [(server["host"], server["instance"]) for server in found["servers"]] == [("h1", "tiny-0"), ("h2", "main")]
+    assert "h1:main" not in found["server_keys"]
+    uncordoned = filters.gateway_servers(hostvars, ["h1", "h2"], [], [])
+    assert [(server["host"], server["instance"]) for server in uncordoned["servers"]] == [
+        ("h1", "main"), ("h1", "tiny-0"), ("h2", "main")]
+
+
 def test_gateway_servers_refuses_what_it_cannot_route():
     with pytest.raises(AnsibleFilterError, match="no host of the fleet was judged"):
         filters.gateway_servers({"h1": {}}, ["h1"])

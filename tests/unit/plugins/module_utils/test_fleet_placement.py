@@ -98,7 +98,7 @@ def test_no_port_left_is_unplaced_naming_the_range():
                      "needs 10 MiB of RAM on a host labelled gpu=h100: no host has these labels", id="labels"),
         pytest.param({"name": "a", "memory_mib": 10, "replicas": 2}, [ram_host("h1", 8000)],
                      "needs 10 MiB of RAM; spread: each of the 1 host(s) with its labels already runs one of its "
-                     "replicas", id="spread-short"),
+                     "replicas (the best of them, h1, has 6966 MiB of RAM free after its margin)", id="spread-short"),
     ],
 )
 def test_an_unplaced_replica_names_its_need_and_the_best_candidate(deployment, hosts, why):

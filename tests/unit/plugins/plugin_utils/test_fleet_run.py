@@ -1,6 +1,8 @@
 """The deploy playbook's run on the controller (plugin_utils/fleet_run.py and the actions fleet_run, fleet_rollout):
 its hosts, its gateways, and the rollout's order and batches."""
 
+import json
+
 import pytest
 
 from ansible_collections.llamafleet.llamacpp.plugins.action import fleet_rollout as rollout_action
@@ -70,40 +72,60 @@ def test_unfinished_hosts():
     assert fleet_run.unfinished(hostvars, ["a", "b", "c", "d", "e"]) == ["c", "d", "e"]
 
 
-def test_the_run_action_sets_its_fact():
+def test_the_run_action_sets_its_fact(tmp_path):
     result, calls = actions.run_action(run_action, {"hosts": ["a", "b"], "inventory_hosts": ["a", "b", "z"],
-                                                    "gateway_group": "gw"},
+                                                    "gateway_group": "gw",
+                                                    "ledger_path": str(tmp_path / "fleet-ledger.json")},
                                        task_vars={"groups": {"gw": ["g1"], "other": ["o"]}})
     assert calls == []
     assert (result["changed"], result["ansible_facts"]) == (False, {"llama_fleet_run": {
-        "hosts": ["a", "b"], "inventory_hosts": ["a", "b", "z"], "gateways": ["g1"], "refusal": ""}})
+        "hosts": ["a", "b"], "inventory_hosts": ["a", "b", "z"], "gateways": ["g1"], "refusal": "", "cordoned": [],
+        "cordon": [], "uncordon": []}})
     no_group = actions.run_action(run_action, {"hosts": ["a"], "inventory_hosts": ["a"], "gateway_group": "gw"},
                                   task_vars={"groups": {}})[0]
     assert no_group["ansible_facts"]["llama_fleet_run"]["gateways"] == []
 
 
-@pytest.mark.parametrize(("args", "hostvars", "ledger", "says"), [
+LEDGER_OF_Z = json.dumps({"kind": "llamafleet placement ledger", "version": 1, "fleet": "llama_fleet",
+                          "hosts": {"z": {"cordoned": True, "placed": []}}})
+
+
+@pytest.mark.parametrize(("args", "hostvars", "ledger", "says", "cordoned"), [
     pytest.param({"unreachable": "retry"}, {}, None, "llama_fleet_unreachable: 'retry' is not one of replace, keep",
-                 id="unknown-policy"),
+                 [], id="unknown-policy"),
     pytest.param({}, {"z": {"llama_fleet_cordoned": "soon"}}, None,
-                 "z: llama_fleet_cordoned: 'soon' is not a boolean (true or false)", id="cordon-outside-the-limit-too"),
-    pytest.param({"placing": True}, {}, "not json", "fleet-ledger.json cannot be this fleet's placement ledger: it is "
-                 "not JSON", id="damaged-ledger"),
-    pytest.param({"placing": False}, {}, "not json", "", id="no-placement-reads-no-ledger"),
-    pytest.param({"unreachable": "keep", "placing": True}, {"a": {"llama_fleet_cordoned": "yes"}}, None, "",
-                 id="all-good"),
+                 "z: llama_fleet_cordoned: 'soon' is not a boolean (true or false)", [],
+                 id="cordon-outside-the-limit-too"),
+    pytest.param({}, {}, "not json", "fleet-ledger.json cannot be this fleet's placement ledger: it is not JSON", [],
+                 id="damaged-ledger"),
+    pytest.param({"cordon": ["q"]}, {}, None, "llama_fleet_cordon/llama_fleet_uncordon: q is not a host of the fleet",
+                 [], id="a-request-for-a-stranger"),
+    pytest.param({"cordon": ["a"]}, {"a": {"llama_fleet_cordoned": False}}, None,
+                 "a: llama_fleet_cordoned in the inventory says otherwise than this maintenance run", [],
+                 id="a-request-the-inventory-overrides"),
+    pytest.param({"unreachable": "keep"}, {"a": {"llama_fleet_cordoned": "yes"}}, None, "", ["a"], id="all-good"),
+    pytest.param({"maintenance": True}, {}, None, "a maintenance run needs llama_fleet_cordon or "
+                 "llama_fleet_uncordon", [], id="maintenance-without-a-request"),
+    pytest.param({"maintenance": True, "uncordon": "a"}, {}, None, "", [], id="maintenance-a-host-as-text"),
+    pytest.param({}, {}, LEDGER_OF_Z, "", ["z"], id="the-ledgers-record"),
+    pytest.param({"uncordon": ["z"]}, {}, LEDGER_OF_Z, "", [], id="uncordon-wins-over-the-record"),
+    pytest.param({"cordon": ["a"]}, {"z": {"llama_fleet_cordoned": False}}, LEDGER_OF_Z, "", ["a"],
+                 id="the-inventory-wins-over-the-record"),
 ])
-def test_the_run_action_refuses_wrong_fleet_settings_before_anything_changes(tmp_path, args, hostvars, ledger, says):
+def test_the_run_action_checks_the_fleet_settings_and_finds_the_cordons(tmp_path, *, args, hostvars, ledger, says,
+                                                                        cordoned):
     path = tmp_path / "fleet-ledger.json"
     if ledger is not None:
         path.write_text(ledger)
     result = actions.run_action(run_action, {"hosts": ["a"], "inventory_hosts": ["a", "z"], "gateway_group": "gw",
                                              "ledger_path": str(path), "fleet_name": "llama_fleet", **args},
                                 task_vars={"groups": {}, "hostvars": hostvars})[0]
-    refusal = result["ansible_facts"]["llama_fleet_run"]["refusal"]
-    assert (says in refusal) if says else refusal == ""
+    fact = result["ansible_facts"]["llama_fleet_run"]
+    assert (says in fact["refusal"]) if says else fact["refusal"] == ""
+    if not says:
+        assert fact["cordoned"] == cordoned
     if ledger is not None:
-        assert path.read_text() == ledger  # never rewritten
+        assert path.read_text() == ledger  # never rewritten here
 
 
 def test_gateways_keep_the_hosts_this_run_did_not_read_or_finish():

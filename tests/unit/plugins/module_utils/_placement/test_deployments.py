@@ -314,7 +314,8 @@ def test_no_room_inside_the_limit_is_left_out_not_sent_to_a_frozen_host():
     assert [(p["replica"], p["host"]) for p in result["placements"]] == [(0, "h1")]
     assert [entry["replica"] for entry in result["unplaced"]] == [1]
     assert result["unplaced"][0]["why"] == ("needs 500 MiB of RAM; spread: each of the 1 host(s) with its labels "
-                                            "already runs one of its replicas")
+                                            "already runs one of its replicas (the best of them, h1, has 76 MiB of "
+                                            "RAM free after its margin)")
 
 
 def test_a_lost_hosts_replicas_are_placed_again_and_reported():
