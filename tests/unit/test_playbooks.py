@@ -108,3 +108,9 @@ def test_the_placement_playbook_places_a_fleet_from_a_file_without_any_host(tmp_
     result = json.loads(out.read_text())
     assert [(p["deployment"], p["host"]) for p in result["placements"]] == [("chat", "a")]
     assert result["unplaced"][0]["why"].startswith("needs 5000 MiB of RAM; the best candidate, b, has 3976 MiB")
+    # Relative paths, as an operator types them: relative to where the command runs, not to the playbook.
+    relative = subprocess.run([BIN, os.path.join(root, "playbooks/place_fleet.yml"), "-e", "llama_fleet_file=fleet.yml",
+                               "-e", "llama_fleet_placement_path=relative.json"], cwd=tmp_path, capture_output=True,
+                              text=True, check=False, timeout=120, env=env)
+    assert relative.returncode == 0, relative.stdout + relative.stderr
+    assert json.loads((tmp_path / "relative.json").read_text()) == result

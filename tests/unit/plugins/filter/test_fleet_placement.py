@@ -3,6 +3,7 @@
 import pytest
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.llamafleet.llamacpp.plugins.filter import fleet_placement as filters
 from ansible_collections.llamafleet.llamacpp.plugins.filter.fleet_placement import (
     FilterModule,
     fleet_place,
@@ -11,7 +12,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.filter.fleet_placement impo
 
 
 def test_registered_names():
-    assert set(FilterModule().filters()) == {"fleet_place", "fleet_placement_table"}
+    assert set(FilterModule().filters()) == {"fleet_place", "fleet_placement_table", "controller_path"}
 
 
 def test_places_and_prints_placed_and_unplaced_replicas():
@@ -28,3 +29,21 @@ def test_places_and_prints_placed_and_unplaced_replicas():
 def test_an_unreadable_input_fails_naming_the_field():
     with pytest.raises(AnsibleFilterError, match=r"fleet_place: deployments\[0\] \(a\)\.gpus: 'two' is not"):
         fleet_place([{"name": "a", "memory_mib": 1, "gpus": "two"}], [])
+
+
+@pytest.mark.parametrize(("given", "expected"), [
+    ("fleet.yml", "{cwd}/fleet.yml"),
+    ("./sub/../fleet.yml", "{cwd}/fleet.yml"),
+    ("/etc/fleet.yml", "/etc/fleet.yml"),
+    ("~/fleet.yml", "{home}/fleet.yml"),
+])
+def test_controller_path_is_relative_to_where_the_command_runs(monkeypatch, tmp_path, given, expected):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", "/home/operator")
+    assert filters.controller_path(given) == expected.format(cwd=tmp_path, home="/home/operator")
+
+
+@pytest.mark.parametrize("given", ["", "  ", None, 3])
+def test_controller_path_refuses_what_is_not_a_path(given):
+    with pytest.raises(AnsibleFilterError, match="is not a path"):
+        filters.controller_path(given)
