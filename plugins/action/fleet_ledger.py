@@ -6,6 +6,8 @@ keep their entries, the hosts that left the inventory leave it; a maintenance ru
 
 from __future__ import annotations
 
+import contextlib
+
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.ledger import ledger_text, updated
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.readings import HostReading, PlacedReplica
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import fleet_ledger
@@ -51,19 +53,23 @@ class ActionModule(ControllerAction):
             return {"changed": False, "path": args["path"], "msg": "nothing to record (no placement, no cordon)"}
         try:
             cordons = fleet_ledger.cordon_request(inventory, args["cordon"], args["uncordon"])
-            before = fleet_ledger.load(args["path"], args["fleet_name"], inventory)
         except fleet_ledger.FleetSettingError as err:
             return {"failed": True, "msg": f"{err} (the ledger was not changed)"}
         placed = ran_replicas(task_vars.get("hostvars") or {}, plain(args["placed"] or {}))
-        after = updated(before, inventory, placed=placed, cordoned=cordons)
-        old, new = ledger_text(before), ledger_text(after)
-        result = {"path": args["path"], "hosts": sorted(placed), "cordoned": sorted(
-            host for host, entry in after.hosts.items() if entry.cordoned)}
         try:
-            changed = (new != old or not fleet_ledger.exists(args["path"])) and (
-                self._task.check_mode or fleet_ledger.save(args["path"], after))
+            # Check mode writes nothing, its lock file neither.
+            with contextlib.nullcontext() if self._task.check_mode else fleet_ledger.locked(args["path"]):
+                before = fleet_ledger.load(args["path"], args["fleet_name"], inventory)
+                after = updated(before, inventory, placed=placed, cordoned=cordons)
+                old, new = ledger_text(before), ledger_text(after)
+                changed = (new != old or not fleet_ledger.exists(args["path"])) and (
+                    self._task.check_mode or fleet_ledger.save(args["path"], after))
+        except fleet_ledger.FleetSettingError as err:
+            return {"failed": True, "msg": f"{err} (the ledger was not changed)"}
         except OSError as err:
             return {"failed": True, "msg": f"cannot write the placement ledger to {args['path']}: {err}"}
+        result = {"path": args["path"], "hosts": sorted(placed), "cordoned": sorted(
+            host for host, entry in after.hosts.items() if entry.cordoned)}
         result["changed"] = bool(changed)
         if self._task.diff and changed:
             result["diff"] = {"before": old, "after": new, "before_header": args["path"], "after_header": args["path"]}

@@ -9,7 +9,10 @@ Used by the actions ``fleet_run`` (checks the ledger and the settings before any
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator, Mapping, Sequence
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.ledger import (
     Ledger,
@@ -46,6 +49,18 @@ def load(path: str, fleet: str, inventory: Sequence[str]) -> Ledger:
             f"{role_vars.LEDGER_PATH}: {path} cannot be this fleet's placement ledger: {err}. It is left as it is "
             f"(never overwritten): move it away, or give another path, or {role_vars.FLEET_NAME} if it is this "
             "fleet's under another name") from None
+
+
+@contextlib.contextmanager
+def locked(path: str) -> Iterator[None]:
+    """Hold the ledger's lock (``<path>.lock`` beside it) while a run reads, merges and writes it: the slices of a job
+    that end at the same time merge one after the other, and none loses another's hosts."""
+    fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def exists(path: str) -> bool:

@@ -78,7 +78,7 @@ def test_a_wrong_maintenance_request_changes_nothing(tmp_path, args, says):
 def test_check_mode_says_what_would_change_and_writes_nothing(tmp_path):
     result, path = run(tmp_path, {"h1": judged("ok")}, check_mode=True, placed={"h1": [NEW.as_dict()]})
     assert result["changed"] is True
-    assert not path.exists()
+    assert list(tmp_path.iterdir()) == []  # not the ledger, not its lock
 
 
 def test_a_foreign_ledger_is_never_overwritten(tmp_path):
