@@ -76,7 +76,7 @@ def test_a_wrong_maintenance_request_changes_nothing(tmp_path, args, says):
 
 
 def test_check_mode_says_what_would_change_and_writes_nothing(tmp_path):
-    result, path = run(tmp_path, {"h1": judged("ok")}, check_mode=True, placed={"h1": [NEW.as_dict()]})
+    result, _path = run(tmp_path, {"h1": judged("ok")}, check_mode=True, placed={"h1": [NEW.as_dict()]})
     assert result["changed"] is True
     assert list(tmp_path.iterdir()) == []  # not the ledger, not its lock
 
