@@ -42,9 +42,17 @@ def kept_routes(routes_before: str, servers: Sequence[Mapping], server_keys: Map
             before = json.loads(routes_before or "{}")
         except ValueError:
             before = {}
-        entries += [entry for entry in before.get("servers") or [] if entry.get("host") in keep]
+        kept = [entry for entry in before.get("servers") or [] if entry.get("host") in keep]
+        entries += kept
         keys.update({label: key for label, key in (before.get("server_keys") or {}).items()
                      if label.split(":", 1)[0] in keep})
+        # The hosts keep the places they had in the file (new ones after, in the given order): a run that keeps some
+        # hosts writes what a run over the whole fleet writes, not the kept hosts moved to the end.
+        if kept:
+            places: dict = {}
+            for entry in [*(before.get("servers") or []), *entries]:
+                places.setdefault(entry.get("host"), len(places))
+            entries.sort(key=lambda entry: places[entry.get("host")])
     return entries, keys
 
 

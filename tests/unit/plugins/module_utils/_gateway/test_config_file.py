@@ -29,8 +29,9 @@ GIVEN_KEYS = {"h1:main": KEY, "h2:main": "given-key-1"}
     [
         # Nothing kept: the given servers and keys, whatever the file says.
         (ROUTES_FILE, [], ["h1/main@10.0.0.1", "h2/main@10.9.9.9"], GIVEN_KEYS),
-        # A kept host: its servers and keys from the file, never the given ones; the others' stay as given.
-        (ROUTES_FILE, ["h2"], ["h1/main@10.0.0.1", "h2/main@10.0.0.1", "h2/big@10.0.0.1"],
+        # A kept host: its servers and keys from the file, never the given ones; the others' stay as given. Each host
+        # keeps its place in the file (h2 came first there).
+        (ROUTES_FILE, ["h2"], ["h2/main@10.0.0.1", "h2/big@10.0.0.1", "h1/main@10.0.0.1"],
          {"h1:main": KEY, "h2:main": KEY, "h2:big": "big-key-0001"}),
         # A kept host the file does not list keeps nothing.
         (ROUTES_FILE, ["h3"], ["h1/main@10.0.0.1", "h2/main@10.9.9.9"], GIVEN_KEYS),
@@ -43,6 +44,17 @@ GIVEN_KEYS = {"h1:main": KEY, "h2:main": "given-key-1"}
 def test_kept_routes(routes_before, keep, servers, keys):
     entries, found_keys = config_file.kept_routes(routes_before, GIVEN, GIVEN_KEYS, keep)
     assert [f"{entry['host']}/{entry['instance']}@{entry['address']}" for entry in entries] == servers
+    assert found_keys == keys
+
+
+def test_a_run_that_keeps_a_host_writes_what_a_run_over_the_whole_fleet_writes():
+    whole = [_entry("h1"), _entry("h1", "b-0"), _entry("h2", address="10.0.0.2")]
+    keys = {"h1:main": KEY, "h1:b-0": KEY, "h2:main": KEY}
+    routes = config_file.routes_text(Server.from_dict(entry, keys[f"{entry['host']}:{entry['instance']}"])
+                                     for entry in whole)
+    # --limit h2: h1 is kept from the file, h2 given; the result is in the whole run's order, h1 first.
+    entries, found_keys = config_file.kept_routes(routes, [whole[2]], {"h2:main": KEY}, ["h1"])
+    assert entries == whole
     assert found_keys == keys
 
 
