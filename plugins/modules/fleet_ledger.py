@@ -24,7 +24,9 @@ description:
     wins over the record.
   - A file at O(path) that is damaged, not a ledger, or another fleet's (another O(fleet_name), or none of its hosts
     in O(inventory_hosts)) is never overwritten; the task fails naming it. The text is stable (sorted, no
-    timestamps), so an unchanged fleet writes nothing.
+    timestamps), so an unchanged fleet writes nothing. The read, merge and write hold a lock file beside it
+    (O(path) with C(.lock) added), so runs that end at the same time (the slices of a job) merge one after the
+    other.
   - Nothing runs on a host.
 author:
   - llamafleet maintainers (@llamafleet)
