@@ -62,10 +62,10 @@ def test_the_tarball_carries_no_local_files(installed):
     with tarfile.open(tarball) as archive:
         names = archive.getnames()
     local_tops = {".venv", ".collections", ".cache", ".hypothesis", ".pytest_cache", ".ruff_cache", ".ci", "dist"}
+    outputs = ("fleet-summary.md", "fleet-targets.json", "fleet-ledger.json", "fleet-ledger.json.lock", "ansible.cfg")
     local = [name for name in names
              if name.split("/")[0] in local_tops or name.split("/")[0].startswith(".venv-")
-             or name.endswith((".pyc", ".log")) or name in ("fleet-summary.md", "ansible.cfg")
-             or name.startswith("tests/output")]
+             or name.endswith((".pyc", ".log")) or name in outputs or name.startswith("tests/output")]
     assert local == [], local
     # Packages and other binaries are made in the cache by the scripts that need them, never shipped.
     with tarfile.open(tarball) as archive:
