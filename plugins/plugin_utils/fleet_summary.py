@@ -45,6 +45,10 @@ NOT_DONE = ("failed", "unreachable", "not run", NOT_IN_RUN)
 # The host's own totals: given once, on its first row, so that no reader takes them for an instance's use.
 HOST_TOTALS = ("vram_mib", "ram_mib")
 DETAIL_MAX = 120
+# The judge's reasons (_judgements/running_state.py) that say an engine is new, or was down.
+NEW_INSTANCE = ("the unit is not loaded yet", "the container does not exist yet")
+DOWN = ("the engine is not running", "the container is not running", "the unit failed",
+        "the unit hit its start limit")
 
 
 def _cell(value) -> str:
@@ -81,12 +85,19 @@ def _why_restarted(entry: Mapping) -> str:
         return f"rewritten, not restarted: {', '.join(rewritten)} (nothing that runs changed)"
     if not reasons:
         return ""
-    # An engine that did not run before this run was started, not restarted (a first deploy, or one that was down).
-    first = entry.get("was_running") is False
+    # An engine that did not run before this run was started, not restarted: a new instance, or one that was down
+    # (then why it was not running).
+    if entry.get("was_running") is False:
+        why = next((reason for reason in reasons if reason in NEW_INSTANCE), "")
+        why = "a new instance" if why else next((reason for reason in reasons if reason.startswith(DOWN)), "")
+        why = why or "it did not run before"
+        if entry.get("restarted") is True:
+            return f"started: {why}"
+        return f"would start: {why}" if entry.get("would_restart") is True else ""
     if entry.get("restarted") is True:
-        return "started: it did not run before" if first else f"restarted: {reasons[0]}"
+        return f"restarted: {reasons[0]}"
     if entry.get("would_restart") is True:
-        return "would start: it does not run now" if first else f"would restart: {reasons[0]}"
+        return f"would restart: {reasons[0]}"
     return ""
 
 

@@ -184,10 +184,14 @@ def test_the_host_totals_are_given_once_per_host_under_a_header_that_says_so():
 
 
 @pytest.mark.parametrize(("overrides", "detail"), [
-    pytest.param({"restarted": True, "reasons": ["the unit is not loaded yet"], "was_running": False},
-                 "started: it did not run before", id="first-deploy"),
-    pytest.param({"would_restart": True, "reasons": ["the unit is not loaded yet"], "was_running": False},
-                 "would start: it does not run now", id="first-deploy-check-mode"),
+    pytest.param({"restarted": True, "reasons": ["llama-server-main.service changed", "the unit is not loaded yet"],
+                  "was_running": False}, "started: a new instance", id="first-deploy"),
+    pytest.param({"would_restart": True, "reasons": ["compose.yaml changed", "the container does not exist yet"],
+                  "was_running": False}, "would start: a new instance", id="first-deploy-check-mode"),
+    pytest.param({"restarted": True, "reasons": ["the engine is not running (failed/failed)"], "was_running": False},
+                 "started: the engine is not running (failed/failed)", id="it-was-down"),
+    pytest.param({"restarted": True, "reasons": ["the running engine's environment is not the plan's: X"],
+                  "was_running": False}, "started: it did not run before", id="no-reason-says-why"),
     pytest.param({"restarted": True, "reasons": ["the unit file changed"], "was_running": True},
                  "restarted: the unit file changed", id="a-real-restart"),
     pytest.param({"restarted": True, "reasons": ["the unit file changed"]},
