@@ -412,7 +412,9 @@ host_index() {
   [ -f "$state/size" ] || die "no fleet is up; run: scripts/fleet.sh up"
   n=$(cat "$state/size")
   i=${given#"$name_prefix"}
-  [[ "$i" =~ ^[0-9]+$ ]] && [ "$i" -ge 1 ] && [ "$i" -le "$n" ] || die "no host '$given' in the fleet of $n"
+  if ! [[ "$i" =~ ^[0-9]+$ ]] || [ "$i" -lt 1 ] || [ "$i" -gt "$n" ]; then
+    die "no host '$given' in the fleet of $n"
+  fi
   echo "$i"
 }
 

@@ -325,8 +325,8 @@ def removable(names: Sequence[str], result: Mapping, reports: Mapping[str, Seque
         host = new_home.get(name)
         rows = [row for row in reports.get(host) or [] if isinstance(row, Mapping) and row.get("instance") == name]
         # A copy kept on a frozen host runs there (the ledger says so), and this run cannot touch that host.
-        if host is None or host in frozen or (rows and rows[-1].get("state") == "deployed"
-                                               and rows[-1].get("runs_plan")):
+        started = bool(rows) and rows[-1].get("state") == "deployed" and bool(rows[-1].get("runs_plan"))
+        if host is None or host in frozen or started:
             gone.append(name)
     return gone
 

@@ -384,8 +384,8 @@ def test_a_cordoned_hosts_replicas_move_and_it_takes_nothing():
         (0, "h1", None), (1, "h3", "h2")]
     assert glue.host_changes(result, readings)["h2"] == {"instances": [], "remove": ["b-1"], "changed": True}
     # Uncordoned, nothing moves back: b-1 stays on h3.
-    after = {"h1": readings["h1"], "h2": reading(7000), "h3": reading(7000, [replica("b-1", "b", 1, 8080,
-                                                                                       memory=500)])}
+    moved = replica("b-1", "b", 1, 8080, memory=500)
+    after = {"h1": readings["h1"], "h2": reading(7000), "h3": reading(7000, [moved])}
     again, _notes = _place(TWO, after, _ledger_scope(("h1", "h2", "h3"), after, cordons={"h2": False}))
     assert [(p["replica"], p["host"]) for p in again["placements"]] == [(0, "h1"), (1, "h3")]
 

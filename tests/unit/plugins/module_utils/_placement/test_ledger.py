@@ -97,8 +97,8 @@ def test_a_ledger_with_some_hosts_gone_from_the_inventory_is_still_this_fleets()
      {"host1": LedgerHost(placed=(GEMMA_0, TINY_0, TINY_1)), "host2": LedgerHost(placed=(TINY_1,), cordoned=True)}),
     # A maintenance run: cordons host1, uncordons host2 (false, not null: the record wins over nothing).
     (None, {"host1": True, "host2": False},
-     {"host1": LedgerHost(placed=(GEMMA_0, TINY_0), cordoned=True), "host2": LedgerHost(placed=(TINY_1,),
-                                                                                       cordoned=False)}),
+     {"host1": LedgerHost(placed=(GEMMA_0, TINY_0), cordoned=True),
+      "host2": LedgerHost(placed=(TINY_1,), cordoned=False)}),
     # A host the inventory does not name is not recorded.
     ({"stranger": [TINY_0]}, {"stranger": True},
      {"host1": LedgerHost(placed=(GEMMA_0, TINY_0)), "host2": LedgerHost(placed=(TINY_1,), cordoned=True)}),
