@@ -38,6 +38,7 @@ extends_documentation_fragment:
   - llamafleet.llamacpp.attributes
   - llamafleet.llamacpp.attributes.action
   - llamafleet.llamacpp.attributes.controller
+  - llamafleet.llamacpp.fleet_ledger
 options:
   deployments:
     description: The fleet's deployments (C(llama_fleet_deployments)), as the judge checked them.
@@ -58,25 +59,11 @@ options:
       or failed there (their C(llama_fleet_status) says which). Defaults to O(hosts).
     type: list
     elements: str
-  unreachable:
-    description: What the placement does with the replicas of a host the run lost - C(replace) (the default; placed
-      again on the reachable hosts where there is room) or C(keep) (counted where they were, for a short, planned
-      outage). The deploy playbook gives C(llama_fleet_unreachable).
-    type: raw
-  ledger_path:
-    description: The placement ledger (M(llamafleet.llamacpp.fleet_ledger)); read, never written here.
-    type: str
-    default: ./fleet-ledger.json
   cordoned:
     description: The fleet hosts cordoned in this run (the C(cordoned) of M(llamafleet.llamacpp.fleet_run)'s fact).
       When not given, each host's C(llama_fleet_cordoned), else the ledger's record.
     type: list
     elements: str
-  fleet_name:
-    description: The fleet's name, which the ledger must carry (the deploy playbook gives C(llama_fleet_name), by
-      default its host pattern C(llama_fleet_hosts)).
-    type: str
-    default: llama_fleet
 seealso:
   - module: llamafleet.llamacpp.llama_server_host
   - module: llamafleet.llamacpp.fleet_ledger

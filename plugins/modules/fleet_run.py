@@ -30,6 +30,7 @@ extends_documentation_fragment:
   - llamafleet.llamacpp.attributes
   - llamafleet.llamacpp.attributes.action
   - llamafleet.llamacpp.attributes.controller
+  - llamafleet.llamacpp.fleet_ledger
 options:
   hosts:
     description: The run's hosts, in inventory order (the judge play's C(ansible_play_hosts_all)).
@@ -45,18 +46,6 @@ options:
     description: The inventory group of the fleet's gateways (C(llama_fleet_gateway_group)).
     type: str
     required: true
-  unreachable:
-    description: C(llama_fleet_unreachable) - C(replace) (the default when not given) or C(keep).
-    type: raw
-  ledger_path:
-    description: The placement ledger (M(llamafleet.llamacpp.fleet_ledger)); read, never written here.
-    type: str
-    default: ./fleet-ledger.json
-  fleet_name:
-    description: The fleet's name, which the ledger must carry (the deploy playbook gives C(llama_fleet_name), by
-      default its host pattern C(llama_fleet_hosts)).
-    type: str
-    default: llama_fleet
   cordon:
     description: The maintenance playbook's hosts to cordon in this run (C(llama_fleet_cordon)); recorded in the
       ledger at the end of a run that was not refused.

@@ -109,6 +109,10 @@ def _global(settings: GatewaySettings) -> list[str]:
     lines = ["global",
              "    log /dev/log local0",
              f"    maxconn {settings.maxconn}",
+             # One thread: a server's maxconn (its slot count) is strict only then. With two threads, 3 bursts in 60
+             # sent a one-slot replica a second request (HAProxy 2.6, its issue #2744); one thread serves far more
+             # requests per second than a fleet of engines can answer.
+             "    nbthread 1",
              # The runtime API: root only; expose-fd lets a reload hand the listening sockets over, so no
              # connection is refused while the new process starts.
              f"    stats socket {settings.admin_socket} mode 600 level admin expose-fd listeners",

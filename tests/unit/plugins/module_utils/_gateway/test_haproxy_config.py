@@ -114,6 +114,13 @@ def test_limits():
     assert "{ req.hdrs,length gt 8192 }" in text
 
 
+def test_one_thread_keeps_each_servers_slot_count_strict():
+    text = haproxy_config.render(_settings(), _routes(("gemma", 1)))
+    global_section = text.split("\n\n")[0]
+    assert global_section.startswith("global\n")
+    assert "\n    nbthread 1\n" in global_section
+
+
 def test_metrics_frontend():
     assert "prometheus-exporter" not in haproxy_config.render(_settings(), _routes(("gemma", 1)))
     text = haproxy_config.render(_settings(metrics_port=8405), _routes(("gemma", 1)))
