@@ -39,10 +39,10 @@ class ActionModule(ControllerAction):
                 refusal = (f"a maintenance run needs {role_vars.CORDON_REQUEST} or {role_vars.UNCORDON_REQUEST} "
                            "(a host, or a list of hosts): -e llama_fleet_cordon=HOST takes a host out, "
                            "-e llama_fleet_uncordon=HOST brings it back")
-        more, cordoned = fleet_ledger.settings_refusal(
+        more, cordoned, stopping = fleet_ledger.settings_refusal(
             task_vars.get("hostvars") or {}, args["inventory_hosts"], unreachable=args["unreachable"],
             ledger_path=args["ledger_path"], fleet=args["fleet_name"], request=request)
-        facts.update(refusal="; ".join(part for part in (refusal, more) if part), cordoned=cordoned,
+        facts.update(refusal="; ".join(part for part in (refusal, more) if part), cordoned=cordoned, stopping=stopping,
                      cordon=sorted(host for host, state in request.items() if state),
                      uncordon=sorted(host for host, state in request.items() if not state))
         return {"changed": False, "ansible_facts": {RUN_FACT: facts}}

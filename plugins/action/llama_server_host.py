@@ -131,6 +131,7 @@ class ActionModule(ActionBase):
             "instances": instances,
             "keys": keys,
             "absent": [str(i["name"]) for i in instances_in_state(args["instances"], "absent")],
+            "stopped": [str(i["name"]) for i in instances_in_state(args["instances"], "stopped")],
             "settings": args["settings"],
             "account": {"user": args["settings"]["user"], "group": args["settings"]["group"],
                         "home": args["settings"]["home"], "shell": args["user_shell"], "comment": args["user_comment"]},

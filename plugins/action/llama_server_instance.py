@@ -66,9 +66,10 @@ class ActionModule(ActionBase):
         if errors:
             message = "; ".join(errors) + " (nothing was sent to the host)"
             found = {"failed": True, "msg": message, "report": early_entry(name, "failed", message, service)}
-        elif (instance.get("state") or "present") == "absent":
+        elif (instance.get("state") or "present") in ("absent", "stopped"):
             # Only the standard library is needed: the host's own interpreter, even where no venv is left.
-            found = self._apply({"name": name, "state": "absent", "settings": settings}, "", task_vars, service)
+            found = self._apply({"name": name, "state": instance["state"], "settings": settings}, "", task_vars,
+                                service)
         elif args["pending"]:
             found = {"changed": True, "report": early_entry(name, "pending", f"check mode: {args['pending']}",
                                                             service, changed=True)}

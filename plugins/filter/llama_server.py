@@ -48,6 +48,14 @@ def instances_in_state(instances, state: str = "present") -> list:
         raise AnsibleFilterError(str(err)) from err
 
 
+def instances_stopped(instances) -> list:
+    """The instances with each present one turned stopped (role_inputs.instances_stopped)."""
+    try:
+        return role_inputs.instances_stopped(instances)
+    except role_inputs.RoleInputError as err:
+        raise AnsibleFilterError(str(err)) from err
+
+
 def layout_path(directory, name: str) -> str:
     """A path of the collection's layout (_layout/paths.py) from ``directory``: its install markers, the venv's
     interpreter and wheels, the engines' downloads, the instances' directory."""
@@ -61,6 +69,7 @@ class FilterModule:
         return {
             "instance_preset": instance_preset,
             "instances_in_state": instances_in_state,
+            "instances_stopped": instances_stopped,
             "layout_path": layout_path,
             "model_files": model_files,
         }

@@ -19,7 +19,8 @@ description:
   - It also checks the fleet's settings before any host changes, and says what is wrong in the fact's C(refusal)
     (empty when nothing is) - O(unreachable), the placement ledger at O(ledger_path) (absent, or this fleet's),
     O(cordon) and O(uncordon) (hosts of the fleet, not both, not against the inventory), and every fleet host's
-    C(llama_fleet_cordoned) (a boolean, or not set). The playbook fails every host with it (a failed C(run_once)
+    C(llama_fleet_cordoned) (a boolean, or not set) and C(llama_fleet_cordoned_instances) (C(keep) or C(stop), or
+    not set). The playbook fails every host with it (a failed C(run_once)
     task would fail one host only).
   - "The fact's C(cordoned) lists the fleet hosts cordoned in this run: a host's C(llama_fleet_cordoned) when set
     (it wins), else the request (O(cordon), O(uncordon)), else the ledger's record."
@@ -87,7 +88,8 @@ ansible_facts:
   type: dict
   contains:
     llama_fleet_run:
-      description: C(hosts), C(inventory_hosts), C(gateways) and C(cordoned), each a list of inventory names,
+      description: C(hosts), C(inventory_hosts), C(gateways), C(cordoned) and C(stopping) (the cordoned hosts
+        whose C(llama_fleet_cordoned_instances) is C(stop)), each a list of inventory names,
         C(cordon) and C(uncordon) (the request, checked), and C(refusal) (why the fleet's settings refuse the run;
         empty when they do not).
       returned: always

@@ -26,6 +26,9 @@ description:
     were verified healthy, or removes a new instance that never worked, and reports the engine's own last words
     (its journal, or the container's log).
   - With O(state=absent) it stops the service and removes every file the instance had.
+  - With O(state=stopped) it stops the service and keeps it from starting at boot (systemd C(disable --now); a
+    container stopped by hand, which its restart policy leaves stopped). Every file stays, so with
+    O(state=present) again the instance starts as it was. Nothing is planned.
 author:
   - llamafleet maintainers (@llamafleet)
 extends_documentation_fragment:
@@ -38,9 +41,9 @@ options:
     type: str
     required: true
   state:
-    description: C(present) deploys the instance; C(absent) removes it.
+    description: C(present) deploys the instance; C(stopped) stops it and keeps its files; C(absent) removes it.
     type: str
-    choices: [present, absent]
+    choices: [present, stopped, absent]
     default: present
   preset:
     description:
@@ -99,7 +102,7 @@ options:
         default: 1024
 notes:
   - Needs root, and systemd or the docker CLI with its compose v2 plugin. Planning needs the C(gguf) package (the
-    role's planning venv); O(state=absent) needs only the Python standard library.
+    role's planning venv); O(state=absent) and O(state=stopped) need only the Python standard library.
 seealso:
   - module: llamafleet.llamacpp.llama_server_instance
   - module: llamafleet.llamacpp.llama_server_plan
@@ -122,6 +125,11 @@ EXAMPLES = r"""
   vars:
     ansible_python_interpreter: /opt/llamafleet/venv/bin/python
 
+- name: Stop an instance for a maintenance, keeping its files
+  llamafleet.llamacpp.llama_server_apply:
+    name: main
+    state: stopped
+
 - name: Remove an instance
   llamafleet.llamacpp.llama_server_apply:
     name: old
@@ -131,9 +139,10 @@ EXAMPLES = r"""
 RETURN = r"""
 report:
   description:
-    - The instance's report row. C(state) is C(deployed), C(previewed) (check mode), C(external), C(absent) or
-      C(failed); C(ctx) is the context the running engine reports (per slot, times the slots), C(pid), C(health)
-      and C(build) are read from the running engine, C(reasons) say why it was (or would be) restarted.
+    - The instance's report row. C(state) is C(deployed), C(previewed) (check mode), C(external), C(stopped),
+      C(absent) or C(failed); C(ctx) is the context the running engine reports (per slot, times the slots),
+      C(pid), C(health) and C(build) are read from the running engine, C(reasons) say why it was (or would be)
+      restarted.
   returned: always
   type: dict
 plan:
@@ -211,7 +220,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.inp
 
 ARGUMENT_SPEC = {
     "name": {"type": "str", "required": True},
-    "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+    "state": {"type": "str", "choices": ["present", "stopped", "absent"], "default": "present"},
     "preset": {"type": "dict", "default": {}},
     "environment": {"type": "dict", "default": {}},
     "api_key": {"type": "str", "default": "", "no_log": True},

@@ -21,6 +21,8 @@ description:
     or a compose file with O(settings.runtime=compose)), restarts or recreates it only when what runs differs
     from the plan, waits for C(/health), verifies C(/props) and rolls back on failure.
   - An instance in state C(absent) is stopped and every file it had is removed.
+  - An instance in state C(stopped) is stopped and kept from starting at boot; its files stay, so it starts as it
+    was once it is C(present) again.
   - Returns the instance's report row (RV(report)), built from what runs on the host.
 author:
   - llamafleet maintainers (@llamafleet)
@@ -84,7 +86,8 @@ EXAMPLES = r"""
 RETURN = r"""
 report:
   description:
-    - The instance's report row. C(state) is C(deployed), C(previewed), C(external), C(pending) or C(failed);
+    - The instance's report row. C(state) is C(deployed), C(previewed), C(external), C(pending), C(stopped),
+      C(absent) or C(failed);
       C(ctx) is the context the running engine reports (per slot, times the slots), C(pid), C(health) and
       C(build) are read from the running engine, C(reasons) say why it was (or would be) restarted.
   returned: always

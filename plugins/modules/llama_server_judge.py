@@ -14,7 +14,8 @@ description:
     variables. Use the action; these options are its wire format.
   - In one run on the target, under the planning venv's interpreter, it reads what the role would change in
     the parts every instance shares - the service account and directories, the planning runtime, the engine (or
-    the compose runtime's image), the model markers (no model is hashed), instances in state absent. Only when
+    the compose runtime's image), the model markers (no model is hashed), instances in state absent, and whether
+    the instances in state stopped are stopped and do not start at boot. Only when
     those are in place does it plan each present instance, render its files and judge it with the very code of
     C(llamafleet.llamacpp.llama_server_apply) (files, the running engine's command line and environment, the
     unit's or container's state), then read C(/health) and C(/props) of its engine; it stops at the first
@@ -41,6 +42,12 @@ options:
     default: {}
   absent:
     description: Names of the instances in state absent.
+    type: list
+    elements: str
+    default: []
+  stopped:
+    description: Names of the instances in state stopped (current when their service is stopped and does not start
+      at boot).
     type: list
     elements: str
     default: []

@@ -141,10 +141,18 @@ def effective_cordons(hostvars: Mapping, inventory: Sequence[str], request: Mapp
 
 
 def settings_refusal(hostvars: Mapping, inventory: Sequence[str], *, unreachable, ledger_path: str, fleet: str,
-                     request: Mapping[str, bool]) -> tuple[str, list[str]]:
-    """(why the run's fleet settings refuse it, "" when they do not; the fleet hosts cordoned in this run): the
-    unreachable-host policy, the ledger, and every fleet host's cordon."""
+                     request: Mapping[str, bool]) -> tuple[str, list[str], list[str]]:
+    """(why the run's fleet settings refuse it, "" when they do not; the fleet hosts cordoned in this run; those of
+    them whose hand-placed instances stop): the unreachable-host policy, the ledger, every fleet host's cordon and
+    what a cordon does with its instances."""
     problems, cordoned = [], []
+    stopping = []
+    for host in inventory:
+        try:
+            if role_vars.cordoned_instances(hostvars.get(host) or {}) == "stop":
+                stopping.append(host)
+        except ValueError as err:
+            problems.append(f"{host}: {err}")
     try:
         policy(unreachable)
     except FleetSettingError as err:
@@ -158,7 +166,7 @@ def settings_refusal(hostvars: Mapping, inventory: Sequence[str], *, unreachable
         cordoned = [host for host, state in effective_cordons(hostvars, inventory, request, ledger).items() if state]
     except FleetSettingError as err:
         problems.append(str(err))
-    return "; ".join(problems), cordoned
+    return "; ".join(problems), cordoned, [host for host in stopping if host in set(cordoned)]
 
 
 def scope(hostvars: Mapping, inventory: Sequence[str], run_hosts: Sequence[str],

@@ -76,6 +76,14 @@ def _first_line(text) -> str:
     return lines[0] if lines else ""
 
 
+def _detail(entry: Mapping) -> str:
+    """The row's detail: its error, else why it (re)started, else what a stopped instance keeps."""
+    found = _first_line(entry.get("error", "")) or _why_restarted(entry)
+    if found or entry.get("state") != "stopped":
+        return found
+    return "stopped by this run; its files are kept" if entry.get("changed") is True else "stopped; its files are kept"
+
+
 def _why_restarted(entry: Mapping) -> str:
     """The first reason an instance was (or, in check mode, would be) restarted: what ran was not the plan; or the
     files written without a restart, as nothing the engine runs with changed (their comments, or their form)."""
@@ -133,7 +141,7 @@ def fleet_summary_rows(hosts: Iterable[str], hostvars: Mapping, inventory_hosts:
                 row["restarted"] = "started"
             elif entry.get("restarted") is not True and entry.get("would_restart") is True:
                 row["restarted"] = "would start" if first else "would"  # check mode: what a real run would do
-            row["detail"] = _first_line(entry.get("error", "")) or _why_restarted(entry)
+            row["detail"] = _detail(entry)
             if status in ("failed", "unreachable") and row.get("state") not in ("failed", "absent"):
                 # The host failed after this instance was handled; say so on the row too.
                 row["detail"] = row["detail"] or (f"host failed: {error}" if error else "host failed")

@@ -34,6 +34,11 @@ CORDONED = "llama_fleet_cordoned"  # a host that takes no replica, and whose rep
 UNREACHABLE = "llama_fleet_unreachable"  # what the placement does with the replicas of a host the run lost
 LEDGER_PATH = "llama_fleet_ledger_path"  # the controller's placement ledger
 FLEET_NAME = "llama_fleet_name"  # the name the ledger carries
+# What a cordoned host does with its hand-placed instances: keep them running (out of every gateway's rotation), or
+# stop them (their files kept); the role's llama_server_stop_instances carries it out.
+CORDONED_INSTANCES = "llama_fleet_cordoned_instances"
+CORDONED_INSTANCES_CHOICES = ("keep", "stop")
+STOP_INSTANCES = "llama_server_stop_instances"
 CORDON_REQUEST = "llama_fleet_cordon"  # the maintenance playbook's hosts to cordon
 UNCORDON_REQUEST = "llama_fleet_uncordon"  # and to open again
 
@@ -49,6 +54,18 @@ def cordon(variables: Mapping) -> bool | None:
         return boolean(value, strict=True)
     except TypeError:
         raise ValueError(f"{CORDONED}: {value!r} is not a boolean (true or false)") from None
+
+
+def cordoned_instances(variables: Mapping) -> str:
+    """A host's ``llama_fleet_cordoned_instances``: keep (the default) or stop. Raises ValueError naming the variable,
+    the value and the accepted ones."""
+    value = variables.get(CORDONED_INSTANCES)
+    if value is None:
+        return CORDONED_INSTANCES_CHOICES[0]
+    if not isinstance(value, str) or value not in CORDONED_INSTANCES_CHOICES:
+        raise ValueError(f"{CORDONED_INSTANCES}: {value!r} is not one of {', '.join(CORDONED_INSTANCES_CHOICES)} "
+                         "(what a cordoned host does with its hand-placed instances)")
+    return value
 
 
 def _given(variables: Mapping, name: str, default=None):

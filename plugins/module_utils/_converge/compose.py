@@ -261,6 +261,16 @@ class ComposeRuntime:
         self._restarts_at_start = int(after.get("RestartCount") or 0)
         return after.get("Id") != before
 
+    def halted(self, state: UnitState) -> bool:
+        return not state.running and state.active_state != "activating"
+
+    def halt(self) -> None:
+        """Stopped by hand, the container is not brought back by its restart policy (unless-stopped), nor by the
+        daemon's restart; it is kept, with its files."""
+        rc, out, err = self.docker("stop", "--time", str(int(self.settings["stop_timeout_s"])), self.service)
+        if rc != 0 and "No such container" not in err:
+            raise StepError(f"docker stop {self.service}: {(err or out).strip()}")
+
     def remove(self) -> bool:
         """Stop the container (its stop signal and grace period) and remove it."""
         self.docker("stop", "--time", str(int(self.settings["stop_timeout_s"])), self.service)

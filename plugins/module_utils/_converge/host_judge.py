@@ -42,6 +42,7 @@ def argument_spec() -> dict:
         "instances": {"type": "list", "elements": "dict", "default": []},
         "keys": {"type": "dict", "default": {}, "no_log": True},
         "absent": {"type": "list", "elements": "str", "default": []},
+        "stopped": {"type": "list", "elements": "str", "default": []},
         "settings": settings_spec(),
         "account": {"type": "dict", "required": True},
         "directories": {"type": "list", "elements": "dict", "default": []},
@@ -88,13 +89,23 @@ def shared_problems(params: Mapping, run: Runner, docker_run: Runner) -> tuple[s
 
 def judge(params: Mapping, run: Runner, docker_run: Runner) -> dict:
     """Whether the host runs its plans. ``work`` says which instances the rollout will touch: ``instances`` (by
-    name: a present one that will restart or be written, an absent one still there), or ``all`` when a part they
-    share (account, runtime, engine, model) is not in place, so that every instance's plan may change. With
+    name: a present one that will restart or be written, an absent one still there, a stopped one that runs), or
+    ``all`` when a part they share (account, runtime, engine, model) is not in place, so that every instance's plan
+    may change. With
     ``placement``, the replicas placed here before are judged too (with their deployment's preset), and
     ``placement`` in the result has the host's capacity, those replicas and each deployment's need here."""
     engine, why, leaving = shared_problems(params, run, docker_run)
     shared = len(why) > len(leaving)
     report, work = [], list(leaving)
+    # A stopped instance needs none of the shared parts: it is judged on every host.
+    for name in params.get("stopped") or []:
+        entry, problem = instance.judge_stopped(name, params["settings"], run, docker_run,
+                                                unit_dir=params["unit_dir"])
+        if problem:
+            why.append(problem)
+            work.append(name)
+        else:
+            report.append(entry)
     image_ids: dict = {}
     placing = params.get("placement")
     deployments = {str(d["name"]): d for d in (placing or {}).get("deployments") or []}

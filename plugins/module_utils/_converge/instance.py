@@ -14,10 +14,15 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.step
     Runtime,
     plan_instance,
     remove_instance,
+    stop_instance,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.systemd import SystemdRuntime
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.instance import step_errors
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.report import early_entry, report_entry
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.report import (
+    early_entry,
+    report_entry,
+    stopped_entry,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import UNIT_DIR
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.memory import (
     process_memory_mib,
@@ -42,7 +47,8 @@ def runtime_for(request: Request, run: Runner, docker_run: Runner, *, unit_dir: 
 
 def apply(params: Mapping, run: Runner, docker_run: Runner, *, check_mode: bool, diff: bool,
           unit_dir: str = UNIT_DIR) -> Outcome:
-    """The whole step for one instance: remove it (state absent), or plan, render, judge and apply it."""
+    """The whole step for one instance: remove it (state absent), stop it (state stopped), or plan, render, judge
+    and apply it."""
     errors = step_errors(params)
     if errors:
         # Before any path is made of its name or any value is read: the module used alone refuses what the role
@@ -54,6 +60,8 @@ def apply(params: Mapping, run: Runner, docker_run: Runner, *, check_mode: bool,
     if params.get("state") == "absent":
         service_file = request.paths.compose_file if request.compose else runtime.unit_file
         return remove_instance(request, runtime, check_mode, service_file)
+    if params.get("state") == "stopped":
+        return stop_instance(request, runtime, check_mode)
     step, stopped = plan_instance(request, runtime, check_mode)
     if stopped is not None:
         return stopped
@@ -97,3 +105,17 @@ def judge(params: Mapping, run: Runner, docker_run: Runner, *, unit_dir: str = U
     applied = {"state": "deployed", "changed": False, "restarted": False, "would_restart": False, "reasons": [],
                "rolled_back": False, **observed}
     return report_entry(name, step.planned, applied, runtime.service), ""
+
+
+def judge_stopped(name: str, settings: Mapping, run: Runner, docker_run: Runner, *,
+                  unit_dir: str = UNIT_DIR) -> tuple[dict | None, str]:
+    """(its report row, "") when an instance in state stopped is stopped and stays so at boot; (None, why)
+    otherwise."""
+    request = Request(name=name, preset={}, settings=settings)
+    runtime = runtime_for(request, run, docker_run, unit_dir=unit_dir)
+    state = runtime.read()
+    if runtime.halted(state):
+        return stopped_entry(name, False, runtime.service), ""
+    if state.running or state.active_state == "activating":
+        return None, f"instance {name} is to be stopped but it runs"
+    return None, f"instance {name} is to be stopped but its service starts at boot"

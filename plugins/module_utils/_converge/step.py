@@ -47,6 +47,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.re
     absent_entry,
     early_entry,
     report_entry,
+    stopped_entry,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.running_state import (
     argv_matches,
@@ -166,6 +167,12 @@ class Runtime(Protocol):
 
     def engine_says(self, since: float, lines: int) -> list[str]:
         """The engine's last log lines since a time."""
+
+    def halted(self, state: UnitState) -> bool:
+        """Whether the service is stopped and stays so at boot (state stopped)."""
+
+    def halt(self) -> None:
+        """Stop the service and keep it from starting at boot; its files stay (state stopped). StepError."""
 
     def remove(self) -> bool:
         """Stop the service before its files go; whether it did anything."""
@@ -651,6 +658,20 @@ def remove_instance(request: Request, runtime: Runtime, check_mode: bool, servic
         return Outcome({"report": early_entry(request.name, "failed", message, runtime.service)}, failure=message)
     changed = bool(present) or changed
     return Outcome({"changed": changed, "report": absent_entry(request.name, changed, runtime.service)})
+
+
+def stop_instance(request: Request, runtime: Runtime, check_mode: bool) -> Outcome:
+    """State stopped: the service stops and does not start at boot; every file stays, so the instance comes back as
+    it was once it is present again. Nothing is planned: a stopped instance needs no engine, model or venv."""
+    would = not runtime.halted(runtime.read())
+    if check_mode or not would:
+        return Outcome({"changed": would, "report": stopped_entry(request.name, would, runtime.service)})
+    try:
+        runtime.halt()
+    except (OSError, StepError) as err:
+        message = f"instance {request.name}: it could not be stopped: {err}"
+        return Outcome({"report": early_entry(request.name, "failed", message, runtime.service)}, failure=message)
+    return Outcome({"changed": True, "report": stopped_entry(request.name, True, runtime.service)})
 
 
 # -------------------------------------------------------------------- small helpers

@@ -110,6 +110,13 @@ class SystemdRuntime:
         self.systemctl("restart", self.service)
         return True
 
+    def halted(self, state: UnitState) -> bool:
+        return not state.running and state.active_state != "activating" and self.needs_enable(state)
+
+    def halt(self) -> None:
+        """Disabled and stopped at once: no boot and no later start by a dependency brings it back."""
+        self.systemctl("disable", "--now", self.service)
+
     def remove(self) -> bool:
         """Stop and disable the unit; systemd forgets it once its file is gone (the step removes the files)."""
         self.systemctl("disable", "--now", self.service, check=False)

@@ -100,8 +100,8 @@ def _engine_groups(hosts: Iterable[Mapping]) -> tuple[list, list, set, set]:
             continue
         reported.add(name)
         for row in report:
-            if row.get("state") == "absent":
-                continue
+            if row.get("state") in ("absent", "stopped"):
+                continue  # nothing to scrape: removed, or stopped on purpose
             if not row.get("runs_plan"):
                 unchanged.add((name, str(row.get("instance"))))
                 continue

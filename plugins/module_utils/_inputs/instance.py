@@ -22,7 +22,8 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.prese
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_text import split_args
 
-STATES = ("present", "absent")
+# stopped: installed, its files kept, its service stopped and not started at boot (a cordoned host's instances).
+STATES = ("present", "stopped", "absent")
 
 
 def name_error(name) -> str:
@@ -68,7 +69,7 @@ def instance_errors(instance, presets) -> list[str]:
     owner = f"instance {instance.get('name')}"
     state = instance.get("state") or "present"
     if state not in STATES:
-        errors.append(f"{owner}: state {state!r}; accepted: present or absent")
+        errors.append(f"{owner}: state {state!r}; accepted: present, stopped or absent")
     problem = environment_problem(instance.get("environment") or {})
     if problem:
         errors.append(f"{owner}: environment: {problem}")

@@ -40,6 +40,13 @@ def instances_in_state(instances, state: str = "present") -> list:
     return selected
 
 
+def instances_stopped(instances) -> list:
+    """The instances in their order, each present one turned stopped (the others kept as they are): a cordoned
+    host's hand-placed instances when its setting says stop."""
+    present = [id(instance) for instance in instances_in_state(instances, "present")]  # also checks the input
+    return [{**instance, "state": "stopped"} if id(instance) in present else instance for instance in instances]
+
+
 def model_files(models, models_dir: str) -> list:
     """The role's llama_server_models as files: url, checksum and the path under the models directory.
 

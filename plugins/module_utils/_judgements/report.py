@@ -86,6 +86,11 @@ def early_entry(name: str, state: str, error: str = "", unit: str = "", changed:
     return entry
 
 
+def stopped_entry(name: str, changed: bool, unit: str = "") -> dict:
+    """The row of an instance in state stopped: stopped by this run (changed), or already stopped."""
+    return {"instance": name, "unit": unit, "state": "stopped", "changed": changed, "restarted": False}
+
+
 def absent_entry(name: str, changed: bool, unit: str = "") -> dict:
     """The row of an instance in state absent: removed by this run (changed), or already gone."""
     return {"instance": name, "unit": unit, "state": "absent", "changed": changed, "restarted": False}

@@ -217,6 +217,9 @@ class Docker:
             return 0, "load_model: failed\nexit 1\n", ""
         if words[1] == "rm":
             self.containers.pop(words[-1], None)
+        if words[1] == "stop" and words[-1] in self.containers:
+            # llama-server exits 0 on SIGTERM; a container stopped by hand stays stopped (unless-stopped).
+            self.containers[words[-1]]["State"].update(Status="exited", Running=False, Pid=0, ExitCode=0)
         return 0, "", ""
 
     def verbs(self) -> list[str]:

@@ -91,6 +91,17 @@ def test_an_absent_instance_is_removed_by_the_hosts_own_interpreter():
     assert result["report"]["state"] == "absent"
 
 
+def test_a_stopped_instance_is_stopped_by_the_hosts_own_interpreter_without_its_preset_or_key():
+    stopped = {"changed": True, "report": {"instance": "main", "state": "stopped", "changed": True}}
+    result, [(name, module_args, task_vars)] = run_action(
+        {"name": "main", "state": "stopped", "preset": "small", "api_key": KEY}, {APPLY: stopped}, venv="/opt/venv",
+        pending="the engine is not installed yet")
+    assert (name, module_args["state"], module_args["name"]) == (APPLY, "stopped", "main")
+    assert "ansible_python_interpreter" not in task_vars
+    assert not {"api_key", "preset", "engine"} & set(module_args)
+    assert result["report"]["state"] == "stopped"
+
+
 @pytest.mark.parametrize(
     ("instance", "more", "state"),
     [({"name": "main", "preset": "missing"}, {}, "failed"),

@@ -158,6 +158,10 @@ def test_registered_names():
         ({"restarted": True, "reasons": ["r"], "error": "boom\nmore"}, "boom"),
         ({"restarted": False, "changed": True, "reasons": [], "rewritten": ["the unit file"]},
          "rewritten, not restarted: the unit file (nothing that runs changed)"),
+        ({"state": "stopped", "changed": True}, "stopped by this run; its files are kept"),
+        ({"state": "stopped", "changed": False}, "stopped; its files are kept"),
+        ({"state": "stopped", "error": "instance main: it could not be stopped: x"},
+         "instance main: it could not be stopped: x"),
     ],
 )
 def test_the_detail_says_why_an_instance_was_restarted(entry, detail):

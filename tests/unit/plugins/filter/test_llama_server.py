@@ -1,4 +1,5 @@
-"""Filters of the llama_server role: instance_preset, instances_in_state, model_files, layout_path."""
+"""Filters of the llama_server role: instance_preset, instances_in_state, instances_stopped, model_files,
+layout_path."""
 
 import pytest
 from ansible.errors import AnsibleFilterError
@@ -7,12 +8,14 @@ from ansible_collections.llamafleet.llamacpp.plugins.filter.llama_server import 
     FilterModule,
     instance_preset,
     instances_in_state,
+    instances_stopped,
     layout_path,
 )
 
 
 def test_registered_names():
-    assert set(FilterModule().filters()) == {"instance_preset", "instances_in_state", "layout_path", "model_files"}
+    assert set(FilterModule().filters()) == {"instance_preset", "instances_in_state", "instances_stopped",
+                                              "layout_path", "model_files"}
 
 
 @pytest.mark.parametrize(
@@ -80,6 +83,22 @@ def test_instances_in_state_keeps_order_and_defaults_to_present():
 def test_instances_in_state_refuses_bad_input(instances):
     with pytest.raises(AnsibleFilterError):
         instances_in_state(instances)
+
+
+def test_instances_stopped_turns_the_present_ones_and_keeps_order():
+    instances = [{"name": "a", "port": 8080}, {"name": "b", "state": "absent"}, {"name": "c", "state": "present"},
+                 {"name": "d", "state": "stopped"}]
+    assert instances_stopped(instances) == [{"name": "a", "port": 8080, "state": "stopped"},
+                                            {"name": "b", "state": "absent"}, {"name": "c", "state": "stopped"},
+                                            {"name": "d", "state": "stopped"}]
+    assert instances[0] == {"name": "a", "port": 8080}  # the input is not changed
+    assert instances_stopped([]) == []
+
+
+@pytest.mark.parametrize("instances", [pytest.param("a", id="string"), pytest.param(["a"], id="item-not-mapping")])
+def test_instances_stopped_refuses_bad_input(instances):
+    with pytest.raises(AnsibleFilterError, match="instances_in_state"):
+        instances_stopped(instances)
 
 
 def test_model_files():

@@ -153,6 +153,38 @@ def test_state_absent_removes_the_instance(systemd, tmp_path, capsys):
     assert again["changed"] is False
 
 
+def test_state_stopped_stops_and_disables_keeps_the_files_and_present_starts_it_again(systemd, tmp_path, capsys):
+    run_module(apply.main, args(tmp_path), capsys)
+    unit = systemd.unit_file.read_text()
+    stopped = {"name": "main", "state": "stopped", "settings": settings_for(tmp_path)}
+    systemd.calls.clear()
+    preview = run_module(apply.main, stopped, capsys, check_mode=True)
+    assert (preview["changed"], preview["report"]["state"], systemd.verbs()) == (True, "stopped", [])
+    done = run_module(apply.main, stopped, capsys)
+    assert done["report"] == {"instance": "main", "unit": "llama-server-main.service", "state": "stopped",
+                              "changed": True, "restarted": False}
+    assert systemd.verbs() == ["disable"]
+    assert (systemd.state.running, systemd.state.unit_file_state) == (False, "disabled")
+    # Every file stays: the unit, the key, the instance's directory.
+    assert systemd.unit_file.read_text() == unit
+    assert (tmp_path / "etc" / "cred" / "main.key").exists()
+    assert (tmp_path / "home" / "instances" / "main").is_dir()
+    systemd.calls.clear()
+    again = run_module(apply.main, stopped, capsys)
+    assert (again["changed"], again["report"]["changed"], systemd.verbs()) == (False, False, [])
+    back = run_module(apply.main, args(tmp_path), capsys)
+    assert (back["state"], back["restarted"], back["was_running"], back["runs_plan"]) == ("deployed", True, False,
+                                                                                          True)
+    assert systemd.state.unit_file_state == "enabled"
+    assert KEY not in json.dumps([preview, done, again, back])
+
+
+def test_state_stopped_of_an_instance_never_deployed_changes_nothing(systemd, tmp_path, capsys):
+    result = run_module(apply.main, {"name": "new", "state": "stopped", "settings": settings_for(tmp_path)}, capsys)
+    assert (result["changed"], result["report"]["state"]) == (False, "stopped")
+    assert "disable" not in systemd.verbs()
+
+
 @pytest.mark.parametrize(
     ("change", "said"),
     [

@@ -80,7 +80,7 @@ def test_the_run_action_sets_its_fact(tmp_path):
     assert calls == []
     assert (result["changed"], result["ansible_facts"]) == (False, {"llama_fleet_run": {
         "hosts": ["a", "b"], "inventory_hosts": ["a", "b", "z"], "gateways": ["g1"], "refusal": "", "cordoned": [],
-        "cordon": [], "uncordon": []}})
+        "stopping": [], "cordon": [], "uncordon": []}})
     no_group = actions.run_action(run_action, {"hosts": ["a"], "inventory_hosts": ["a"], "gateway_group": "gw"},
                                   task_vars={"groups": {}})[0]
     assert no_group["ansible_facts"]["llama_fleet_run"]["gateways"] == []
@@ -126,6 +126,29 @@ def test_the_run_action_checks_the_fleet_settings_and_finds_the_cordons(tmp_path
         assert fact["cordoned"] == cordoned
     if ledger is not None:
         assert path.read_text() == ledger  # never rewritten here
+
+
+@pytest.mark.parametrize(("args", "hostvars", "says", "stopping"), [
+    pytest.param({}, {"z": {"llama_fleet_cordoned_instances": "halt"}},
+                 "z: llama_fleet_cordoned_instances: 'halt' is not one of keep, stop", [], id="unknown-value"),
+    pytest.param({}, {"a": {"llama_fleet_cordoned_instances": ["stop"]}},
+                 "a: llama_fleet_cordoned_instances: ['stop'] is not one of keep, stop", [], id="not-text"),
+    pytest.param({}, {"a": {"llama_fleet_cordoned_instances": "stop"}}, "", [], id="stop-but-not-cordoned"),
+    pytest.param({"cordon": ["a"]}, {"a": {"llama_fleet_cordoned_instances": "stop"}}, "", ["a"],
+                 id="stop-a-cordoned-host"),
+    pytest.param({}, {"a": {"llama_fleet_cordoned": True}, "z": {"llama_fleet_cordoned": True,
+                                                               "llama_fleet_cordoned_instances": "keep"}}, "", [],
+                 id="keep-is-the-default"),
+    pytest.param({}, {"z": {"llama_fleet_cordoned": True, "llama_fleet_cordoned_instances": "stop"}}, "", ["z"],
+                 id="a-host-outside-the-limit-too"),
+])
+def test_the_run_action_says_which_cordoned_hosts_stop_their_instances(tmp_path, *, args, hostvars, says, stopping):
+    result = actions.run_action(run_action, {"hosts": ["a"], "inventory_hosts": ["a", "z"], "gateway_group": "gw",
+                                             "ledger_path": str(tmp_path / "fleet-ledger.json"), **args},
+                                task_vars={"groups": {}, "hostvars": hostvars})[0]
+    fact = result["ansible_facts"]["llama_fleet_run"]
+    assert (says in fact["refusal"]) if says else fact["refusal"] == ""
+    assert fact["stopping"] == stopping
 
 
 def test_gateways_keep_the_hosts_this_run_did_not_read_or_finish():

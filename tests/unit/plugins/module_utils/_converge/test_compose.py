@@ -175,6 +175,27 @@ def test_state_absent_removes_the_container_and_its_files(docker, tmp_path):
     assert again["changed"] is False
 
 
+def test_state_stopped_stops_the_container_keeps_it_and_its_files_and_present_recreates_it(docker, tmp_path):
+    apply(docker, tmp_path)
+    file_text = compose_file(tmp_path).read_text()
+    params = {"name": "main", "state": "stopped", "settings": settings_for(tmp_path, runtime="compose")}
+    docker.calls.clear()
+    stopped = instance.apply(params, docker.run, docker.run, check_mode=False, diff=False).result
+    assert stopped["report"] == {"instance": "main", "unit": "llama-server-main", "state": "stopped", "changed": True,
+                                 "restarted": False}
+    assert [call[1] for call in docker.calls if call[1] in ("stop", "rm")] == ["stop"]
+    assert docker.container() is not None
+    assert not docker.running()
+    assert compose_file(tmp_path).read_text() == file_text
+    entry, why = instance.judge_stopped("main", settings_for(tmp_path, runtime="compose"), docker.run, docker.run)
+    assert (entry["state"], why) == ("stopped", "")
+    again = instance.apply(params, docker.run, docker.run, check_mode=False, diff=False).result
+    assert again["changed"] is False
+    back = apply(docker, tmp_path)
+    assert (back["state"], back["restarted"], back["was_running"]) == ("deployed", True, False)
+    assert docker.running()
+
+
 @pytest.mark.parametrize(
     ("inspected", "want"),
     [

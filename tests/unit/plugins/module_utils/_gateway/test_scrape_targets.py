@@ -110,6 +110,16 @@ def test_an_instance_that_does_not_run_its_plan_keeps_its_previous_target():
     assert scrape_targets([_host("gpu1", "10.0.0.11", [rolled_back])], [])["groups"] == []
 
 
+def test_a_stopped_instance_has_no_target_and_keeps_none():
+    old = scrape_targets([_host("gpu1", "10.0.0.11", [ROW, {**ROW, "instance": "side", "port": "8081"}])],
+                         [])["groups"]
+    stopped = {"instance": "side", "unit": "llama-server-side.service", "state": "stopped", "changed": True,
+               "restarted": False}
+    found = scrape_targets([_host("gpu1", "10.0.0.11", [ROW, stopped])], [], old, inventory=["gpu1"])
+    assert [g["targets"] for g in found["groups"]] == [["10.0.0.11:8080"]]
+    assert found["kept"] == []
+
+
 def test_the_text_is_stable_and_reads_back():
     groups = scrape_targets([_host("gpu1", "10.0.0.11", [ROW])], [])["groups"]
     text = targets_text(groups)

@@ -17,7 +17,7 @@ CASES = [
     ("newline after the name", {"name": "main\n"}, "instance name 'main\\n'"),
     ("empty name", {"name": ""}, "instance name ''"),
     ("no name", {}, "instance name ''"),
-    ("state", {"state": "gone"}, "state 'gone'; accepted: present or absent"),
+    ("state", {"state": "gone"}, "state 'gone'; accepted: present, stopped or absent"),
     ("key with a newline", {"api_key": "good\nLD_PRELOAD=/tmp/evil.so"}, "(api_key): the API key is refused"),
     ("one-character key", {"api_key": "x"}, "a key has at least 8"),
     ("key in the preset", {"settings": {"API_KEY": "a,b-cdefgh"}}, "(API_KEY): the API key is refused"),
@@ -49,6 +49,9 @@ def instance(**change):
 def test_a_good_instance_passes():
     assert instance_errors(instance(), PRESETS) == []
     assert instance_errors({"name": "old", "state": "absent"}, PRESETS) == []
+    # A stopped instance is not planned: its preset is not read, its name and environment are.
+    assert instance_errors({"name": "off", "state": "stopped", "preset": "missing"}, PRESETS) == []
+    assert "instance name '../x'" in instance_errors({"name": "../x", "state": "stopped"}, PRESETS)[0]
 
 
 @pytest.mark.parametrize(("change", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])

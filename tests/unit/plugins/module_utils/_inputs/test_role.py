@@ -32,7 +32,7 @@ CASES = [
     ("duplicate names", {"instances": [{"name": "a"}, {"name": "a", "state": "absent"}]},
      "given more than once: a"),
     ("state", {"instances": [{"name": "a", "state": "presnt"}]},
-     "instance a: state 'presnt'; accepted: present or absent"),
+     "instance a: state 'presnt'; accepted: present, stopped or absent"),
     ("ports", {"instances": [{"name": "a"}, {"name": "b"}]}, "a and b both plan port 8080"),
     ("ports as numbers", {"instances": [{"name": "a", "port": "08080"}, {"name": "b", "port": 8080}]},
      "a and b both plan port 8080"),
