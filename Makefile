@@ -179,6 +179,7 @@ bench: $(STAMP)
 	$(PY) bench/gguf_read.py "$$(scripts/fetch_model.sh)"
 	$(PY) bench/gguf_hostile.py
 	$(PY) bench/fuzz_plan.py
+	$(PY) bench/fleet_ledger.py
 	$(PY) bench/fuzz_engine.py "$$(scripts/build_engine.sh current)" "$$(scripts/fetch_model.sh)"
 	$(PY) bench/module_plan.py "$$(scripts/build_engine.sh current)" "$$(scripts/fetch_model.sh)" \
 	  --docker-json "$$(VENV=$(CURDIR)/$(VENV) scripts/compose_artifacts.sh $(CURDIR)/.cache/fleet-share)"

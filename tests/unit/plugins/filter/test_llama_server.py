@@ -14,8 +14,8 @@ from ansible_collections.llamafleet.llamacpp.plugins.filter.llama_server import 
 
 
 def test_registered_names():
-    assert set(FilterModule().filters()) == {"instance_preset", "instances_in_state", "instances_stopped",
-                                              "layout_path", "model_files"}
+    assert set(FilterModule().filters()) == {
+        "instance_preset", "instances_in_state", "instances_stopped", "layout_path", "model_files"}
 
 
 @pytest.mark.parametrize(

@@ -116,7 +116,7 @@ def test_limits():
 
 def test_one_thread_keeps_each_servers_slot_count_strict():
     text = haproxy_config.render(_settings(), _routes(("gemma", 1)))
-    global_section = text.split("\n\n")[0]
+    global_section = text.split("\n\n", maxsplit=1)[0]
     assert global_section.startswith("global\n")
     assert "\n    nbthread 1\n" in global_section
 
