@@ -90,7 +90,7 @@ def main() -> None:
     previous = None
     for size in sizes:
         hosts, text = fleet_text(size, args.replicas)
-        runs = [one_run(hosts, text, args.replicas) for _ in range(args.runs)]
+        runs = [one_run(hosts, text, args.replicas) for _run in range(args.runs)]
         median = {step: statistics.median(run[step] for run in runs) for step in runs[0]}
         growth = ""
         if previous:
