@@ -1,5 +1,8 @@
 """Time a no-op re-converge of the local fleet against a floor playbook on the same hosts, and a preset change.
 
+The systemd fleet is the one of `make deploy-local`: the hand-placed instance, the deployments of
+playbooks/vars/local-fleet.yml (placed by memory) and the gateway on the first host.
+
 Usage: .venv/bin/python bench/reconverge.py [--runs N] [--sizes 2,8] [--model tiny|gemma] [--runtime systemd|compose]
 
 For each fleet size (scripts/fleet.sh up N; FLEET_SIZE sets the default size) it deploys once, then runs,
@@ -28,6 +31,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -76,9 +81,15 @@ def restarted(summary: str) -> int:
     return int(match.group(1)) if match else -1
 
 
-def presets(ctx: int) -> str:
-    return json.dumps({"llama_server_presets": {"gemma": {"model": "{{ llama_fleet_artifacts.model }}",
-                                                          "ctx": ctx, "threads": 1}}})
+def presets(ctx: int, role_vars: str) -> str:
+    """The role variables' presets with the hand-placed instance's one at ``ctx`` (-e replaces the whole variable:
+    every other preset, the deployments' included, is given again as it is)."""
+    with open(role_vars, encoding="utf-8") as handle:
+        found = json.load(handle) if role_vars.endswith(".json") else yaml.safe_load(handle)
+    given = dict(found["llama_server_presets"])
+    name = next(iter(given))  # the hand-placed instance's preset comes first
+    given[name] = {**given[name], "ctx": ctx}
+    return json.dumps({"llama_server_presets": given})
 
 
 COMPOSE_ROOT = "/var/tmp/llamafleet-bench-compose"
@@ -153,7 +164,13 @@ def hosts_for(runtime: str, size: int, env: dict[str, str], tmp: str) -> tuple[s
     subprocess.run([fleet, "up", str(size)], check=True, capture_output=True, text=True, env=env)
     inventory = subprocess.run([fleet, "inventory"], capture_output=True, text=True, check=True,
                                env=env).stdout.strip()
-    return inventory, os.path.join(ROOT, "playbooks", "vars", "local-fleet.yml")
+    # The fleet's gateway on the first host, as make deploy-local has it (scripts/local_fleet.sh).
+    first = json.loads(subprocess.run([fleet, "hosts"], capture_output=True, text=True, check=True,
+                                      env=env).stdout)["hosts"][0]["name"]
+    gateway = os.path.join(tmp, f"gateway-{size}.ini")
+    with open(gateway, "w", encoding="utf-8") as handle:
+        handle.write(f"[llama_fleet_gateway]\n{first}\n")
+    return f"{inventory},{gateway}", os.path.join(ROOT, "playbooks", "vars", "local-fleet.yml")
 
 
 def measure(size: int, runs: int, env: dict[str, str], tmp: str, runtime: str = "systemd") -> dict:
@@ -163,10 +180,13 @@ def measure(size: int, runs: int, env: dict[str, str], tmp: str, runtime: str = 
     with open(floor, "w", encoding="utf-8") as handle:
         json.dump(FLOOR, handle)
     summary = os.path.join(tmp, "summary.md")
-    rollout = [playbook_bin, "-i", inventory, os.path.join(ROOT, "playbooks", "deploy-llm.yml"),
-               "-e", "@" + role_vars, "-e", "llama_fleet_summary_path=" + summary]
+    inventories = [part for path in inventory.split(",") for part in ("-i", path)]
+    rollout = [playbook_bin, *inventories, os.path.join(ROOT, "playbooks", "deploy-llm.yml"),
+               "-e", "@" + role_vars, "-e", "llama_fleet_summary_path=" + summary,
+               "-e", "llama_fleet_ledger_path=" + os.path.join(tmp, f"ledger-{runtime}-{size}.json")]
     first, _output = run(rollout, env)  # the deployment itself (or a no-op when it is there already)
-    commands = {"floor (ping + stat)": [playbook_bin, "-i", inventory, floor], "no-op re-converge": rollout}
+    commands = {"floor (ping + stat)": [playbook_bin, "-i", inventory.split(",")[0], floor],
+                "no-op re-converge": rollout}
     times: dict[str, list[float]] = {label: [] for label in commands}
     tasks: dict[str, int] = {}
     lines = 0
@@ -182,10 +202,10 @@ def measure(size: int, runs: int, env: dict[str, str], tmp: str, runtime: str = 
                 tasks = {host: t for host, (t, _c) in counted.items()}
                 lines = len(output.splitlines())
             times[label].append(seconds)
-    change, output = run([*rollout, "-e", presets(2048)], env)
+    change, output = run([*rollout, "-e", presets(2048, role_vars)], env)
     with open(summary, encoding="utf-8") as handle:
         changed_restarts = restarted(handle.read())
-    back, _output = run([*rollout, "-e", presets(4096)], env)
+    back, _output = run([*rollout, "-e", presets(4096, role_vars)], env)
     medians = {label: statistics.median(values) for label, values in times.items()}
     return {"size": size, "first": first, "medians": medians, "best": {k: min(v) for k, v in times.items()},
             "tasks": tasks, "lines": lines, "change": change, "change_restarts": changed_restarts, "back": back}

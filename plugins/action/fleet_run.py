@@ -7,6 +7,7 @@ task would fail one host only)."""
 
 from __future__ import annotations
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import rollout_bounds
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import fleet_ledger, role_vars
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.controller_action import ControllerAction
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.fleet_run import RUN_FACT, run_facts
@@ -21,6 +22,9 @@ ARGUMENT_SPEC = {
     "cordon": {"type": "list", "elements": "str", "default": []},
     "uncordon": {"type": "list", "elements": "str", "default": []},
     "maintenance": {"type": "bool", "default": False},
+    "max_unavailable": {"type": "raw", "default": None},
+    "max_surge": {"type": "raw", "default": None},
+    "deployments": {"type": "raw", "default": None},
 }
 
 
@@ -42,7 +46,17 @@ class ActionModule(ControllerAction):
         more, cordoned, stopping = fleet_ledger.settings_refusal(
             task_vars.get("hostvars") or {}, args["inventory_hosts"], unreachable=args["unreachable"],
             ledger_path=args["ledger_path"], fleet=args["fleet_name"], request=request)
-        facts.update(refusal="; ".join(part for part in (refusal, more) if part), cordoned=cordoned, stopping=stopping,
+        refusals = (refusal, more, _bounds_refusal(args))
+        facts.update(refusal="; ".join(part for part in refusals if part), cordoned=cordoned, stopping=stopping,
                      cordon=sorted(host for host, state in request.items() if state),
                      uncordon=sorted(host for host, state in request.items() if not state))
         return {"changed": False, "ansible_facts": {RUN_FACT: facts}}
+
+
+def _bounds_refusal(args: dict) -> str:
+    """Why the rollout's bounds (the fleet's, and the deployments' own) are wrong, or ""."""
+    try:
+        role_vars.rollout_bounds_of(args["max_unavailable"], args["max_surge"], args["deployments"])
+    except rollout_bounds.BoundError as err:
+        return str(err)
+    return ""

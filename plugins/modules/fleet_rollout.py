@@ -15,10 +15,12 @@ description:
   - Sets the fact C(llama_fleet_rollout) - its C(order), the hosts of O(hosts) whose judge found work
     (C(llama_fleet_status) C(judged)) in inventory order, the first being the canary, and its C(serial), the batch
     sizes for the rollout play's C(serial). Delegate its facts to C(localhost) so that the rollout play can read them.
-  - The batches follow O(serial) and, with gateways, never take every replica of a model out of their rotation at
-    once - a model with N >= 2 serving replicas has at most N - 1 of them restarting in a batch (the routes are the
-    first gateway's C(llama_gateway_models), what each host restarts is its judge's work). A batch only gets smaller
-    or later hosts move up.
+  - The batches follow O(serial) and, with gateways, never take more of a model's replicas out of their rotation
+    than O(max_unavailable) lets - each host restarts its instances one at a time, so a batch holds at most that
+    many hosts restarting a replica of the model (the routes are the first gateway's C(llama_gateway_models), what
+    each host restarts is its judge's work). A batch only gets smaller or later hosts move up. The fact also holds
+    C(allowed), each routed model's bound in replicas, and C(refusal), which names the models that would restart
+    while their bound is 0 (the playbook then fails every host before the rollout).
   - Nothing runs on a host.
 author:
   - llamafleet maintainers (@llamafleet)
@@ -42,6 +44,24 @@ options:
       of them, as a play's C(serial); the last one repeats.
     type: raw
     default: [1, "100%"]
+  max_unavailable:
+    description:
+      - How many of a model's replicas a rollout may take out of the gateways' rotation at once
+        (C(llama_fleet_max_unavailable)) - a whole number from 0 to 10000, or a percentage of the model's serving
+        replicas from C(0%) to C(100%), rounded down but at least 1. A model with two or more replicas never has all
+        of them out at once. Default C(25%).
+      - Words, negative numbers and percentages over 100 are refused, naming the variable.
+    type: raw
+  max_surge:
+    description:
+      - How many new copies of a model's placed replicas may start before their old copies go
+        (C(llama_fleet_max_surge)) - a whole number or a percentage, rounded up. Default 0. Both this and
+        O(max_unavailable) at 0 are refused - no rollout could make progress.
+    type: raw
+  deployments:
+    description: The fleet's deployments (C(llama_fleet_deployments)); a deployment's own C(max_unavailable) and
+      C(max_surge) override the fleet's for its replicas, and are checked the same way.
+    type: raw
 seealso:
   - module: llamafleet.llamacpp.fleet_run
 attributes:
@@ -67,7 +87,9 @@ ansible_facts:
   type: dict
   contains:
     llama_fleet_rollout:
-      description: C(order) (the hosts with work, in rollout order) and C(serial) (the batch sizes).
+      description: C(order) (the hosts with work, in rollout order), C(serial) (the batch sizes), C(allowed) (each
+        routed model's replicas that may be out of rotation at once) and C(refusal) (empty, or why no rollout may
+        start).
       returned: always
       type: dict
 """

@@ -17,7 +17,8 @@ description:
   - A model with two or more replicas keeps one in rotation. While every other replica is out of rotation on purpose
     (another rollout drained it), the drain waits for one to come back, up to O(timeout_s). Replicas down by their
     health checks do not count, as they could not serve anyway.
-  - V(ready) puts each instance back in rotation, its health up at once (the rollout has just verified it).
+  - V(ready) puts each instance back in rotation, its health up at once (the rollout has just verified it), and
+    says how long it was out of rotation (the drain records when, on the gateway host).
   - An instance the gateway does not route (new, or never served) is left alone and said so.
 author:
   - llamafleet maintainers (@llamafleet)
@@ -60,7 +61,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 servers:
-  description: What happened to each instance on this gateway (C(server), C(words), and C(drained) or C(ready)).
+  description: What happened to each instance on this gateway (C(server), C(words), and C(drained) or C(ready)); an
+    instance put back in rotation that this module drained says how long it was out of it (C(out_s), seconds, by
+    the gateway host's clock).
   returned: always
   type: list
   elements: dict

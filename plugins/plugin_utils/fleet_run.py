@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import rollout_batches
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import rollout_batches, rollout_bounds
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import role_vars
 
 RUN_FACT = "llama_fleet_run"
@@ -47,32 +47,76 @@ def restarting_instances(judgement, host: str, instances=()) -> list:
     return [{"host": host, "instance": name} for name in names]
 
 
-def rollout_plan(hostvars: Mapping, hosts: Sequence[str], serial, models: Iterable[Mapping] = ()) -> dict:
-    """The rollout's hosts in order and its serial list, so that no batch takes every replica of a model out of the
-    gateway's rotation (rollout_batches.rollout_batches): ``models`` are the gateway's routes (each ``name`` with
-    its ``replicas``, as ``host/instance``), and what each host's rollout restarts comes from its judgement."""
+def _replica_deployments(hostvars: Mapping, hosts: Sequence[str]) -> dict[str, str]:
+    """Each placed replica's deployment, by its gateway replica name (``host/instance``)."""
+    found = {}
+    for name in hosts:
+        for instance in role_vars.host_instances(hostvars.get(name) or {}):
+            placement = instance.get("placement") if isinstance(instance, Mapping) else None
+            if isinstance(placement, Mapping) and placement.get("deployment"):
+                found[f"{name}/{instance.get('name')}"] = str(placement["deployment"])
+    return found
+
+
+def model_bounds(models: Iterable[Mapping], fleet: rollout_bounds.RolloutBounds,
+                 deployments: Mapping[str, rollout_bounds.RolloutBounds] | None = None,
+                 replica_deployments: Mapping[str, str] | None = None) -> dict[str, int]:
+    """How many of each routed model's replicas may be out of rotation at once: its bound over its serving replicas
+    (``rollout_bounds.RolloutBounds.unavailable``). A model whose replicas belong to deployments with bounds of their
+    own takes the strictest of the bounds that apply to its replicas (a hand-placed replica has the fleet's)."""
+    deployments = deployments or {}
+    replica_deployments = replica_deployments or {}
+    allowed = {}
+    for model in models:
+        replicas = [str(name) for name in model.get("replicas") or []]
+        applying = {deployments.get(replica_deployments.get(name, ""), fleet) for name in replicas} or {fleet}
+        allowed[str(model["name"])] = min(bounds.unavailable(len(replicas)) for bounds in applying)
+    return allowed
+
+
+def rollout_plan(hostvars: Mapping, hosts: Sequence[str], serial, models: Iterable[Mapping] = (), *,
+                 fleet: rollout_bounds.RolloutBounds | None = None,
+                 deployments: Mapping[str, rollout_bounds.RolloutBounds] | None = None) -> dict:
+    """The rollout's hosts in order and its serial list, so that no batch takes more of a model's replicas out of the
+    gateway's rotation than its bound (rollout_batches.rollout_batches; ``fleet``: the fleet's bounds, default 25 %;
+    ``deployments``: the deployments' own): ``models`` are the gateway's routes (each ``name`` with its
+    ``replicas``, as ``host/instance``), and what each host's rollout restarts comes from its judgement.
+    ``refusal`` says which models would restart while their bound lets none out ("" when none)."""
     hosts = list(hosts or [])
     serial = list(serial) if isinstance(serial, (list, tuple)) else [serial]
     models = list(models or [])
-    replicas = {str(model["name"]): len(model.get("replicas") or []) for model in models}
+    fleet = fleet or rollout_bounds.read_bounds()
+    model_of = {str(replica): str(model["name"]) for model in models for replica in model.get("replicas") or []}
+    routed_hosts = sorted({replica.split("/", 1)[0] for replica in model_of})
+    allowed = model_bounds(models, fleet, deployments,
+                           _replica_deployments(hostvars, routed_hosts) if deployments else {})
     restarts = {}
     for name in hosts:
         variables = hostvars[name]
-        drained = {f"{name}/{entry['instance']}" for entry in restarting_instances(
-            variables.get(JUDGEMENT), name, role_vars.host_instances(variables))}
-        restarts[name] = [str(model["name"]) for model in models if drained & set(model.get("replicas") or [])]
-    order, sizes = rollout_batches.rollout_batches(hosts, restarts, replicas, serial)
-    return {"order": order, "serial": sizes}
+        drained = (model_of.get(f"{name}/{entry['instance']}") for entry in restarting_instances(
+            variables.get(JUDGEMENT), name, role_vars.host_instances(variables)))
+        restarts[name] = sorted({model for model in drained if model})
+    blocked = sorted({model for name in hosts for model in restarts[name] if allowed.get(model, 1) == 0})
+    order, sizes = rollout_batches.rollout_batches(hosts, restarts, allowed, serial)
+    refusal = ""
+    if blocked:
+        refusal = (f"model(s) {', '.join(blocked)} would restart, but {role_vars.MAX_UNAVAILABLE} lets none of "
+                   "their replicas leave the gateways' rotation and none can start a new copy first: give "
+                   f"{role_vars.MAX_UNAVAILABLE} 1 or more for them (nothing was changed)")
+    return {"order": order, "serial": sizes, "allowed": {model: allowed[model] for model in sorted(allowed)},
+            "refusal": refusal}
 
 
-def rollout(hostvars: Mapping, hosts: Sequence[str], gateways: Sequence[str], serial) -> dict:
+def rollout(hostvars: Mapping, hosts: Sequence[str], gateways: Sequence[str], serial, *,
+            fleet: rollout_bounds.RolloutBounds | None = None,
+            deployments: Mapping[str, rollout_bounds.RolloutBounds] | None = None) -> dict:
     """The rollout of this run: its hosts with work (the judge's status), in inventory order (the first is the
     canary), batched by the operator's ``serial`` and, with gateways, by the models their routes hold (the first
-    gateway that has routes speaks for all: they route the same fleet)."""
+    gateway that has routes speaks for all: they route the same fleet) and their bounds."""
     work = [name for name in hosts if (hostvars.get(name) or {}).get(STATUS) == JUDGED]
     models = next((hostvars[name][GATEWAY_MODELS] for name in gateways
                    if (hostvars.get(name) or {}).get(GATEWAY_MODELS) is not None), [])
-    return rollout_plan(hostvars, work, serial, models)
+    return rollout_plan(hostvars, work, serial, models, fleet=fleet, deployments=deployments)
 
 
 def unfinished(hostvars: Mapping, hosts: Sequence[str], inventory_hosts: Sequence[str] = ()) -> list[str]:

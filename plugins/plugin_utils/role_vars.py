@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import rollout_bounds
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.inputs import (
     DEFAULT_GPU_MARGIN_MIB,
     DEFAULT_RAM_MARGIN_MIB,
@@ -39,8 +40,20 @@ FLEET_NAME = "llama_fleet_name"  # the name the ledger carries
 CORDONED_INSTANCES = "llama_fleet_cordoned_instances"
 CORDONED_INSTANCES_CHOICES = ("keep", "stop")
 STOP_INSTANCES = "llama_server_stop_instances"
+# How many of a model's replicas a rollout may take out of rotation, or start first (_gateway/rollout_bounds.py).
+MAX_UNAVAILABLE = "llama_fleet_max_unavailable"
+MAX_SURGE = "llama_fleet_max_surge"
+BOUND_NAMES = (MAX_UNAVAILABLE, MAX_SURGE)
 CORDON_REQUEST = "llama_fleet_cordon"  # the maintenance playbook's hosts to cordon
 UNCORDON_REQUEST = "llama_fleet_uncordon"  # and to open again
+
+
+def rollout_bounds_of(max_unavailable, max_surge, deployments) -> tuple:
+    """The fleet's rollout bounds and each deployment's (``rollout_bounds.read_bounds``, ``deployment_bounds``),
+    named as the user sets them; BoundError naming the variable otherwise."""
+    fleet = rollout_bounds.read_bounds(max_unavailable, max_surge, names=BOUND_NAMES)
+    listed = deployments if isinstance(deployments, list) else []
+    return fleet, rollout_bounds.deployment_bounds(listed, fleet, listed_as=DEPLOYMENTS, fleet_names=BOUND_NAMES)
 
 
 def cordon(variables: Mapping) -> bool | None:

@@ -266,7 +266,7 @@ def test_a_drain_lets_the_stream_finish_while_the_other_replica_serves(fleet):
     other = "h2:main" if busy == "h1:main" else "h1:main"
     waiter = {}
     drainer = threading.Thread(target=lambda: waiter.update(gateway.drain(
-        proxy.api, busy, timeout_s=120, lock_path=str(proxy.directory / "drain.lock"))))
+        proxy.api, busy, timeout_s=120, **_paths(proxy))))
     drainer.start()
     time.sleep(0.3)
     # Drained: new requests go to the other replica only, and succeed.
@@ -279,13 +279,17 @@ def test_a_drain_lets_the_stream_finish_while_the_other_replica_serves(fleet):
     assert waiter["in_flight_left"] == 0
     assert streamed["events"][-1].strip() == b"data: [DONE]"  # the stream finished complete
     assert int(proxy.stats()[("model_alpha", other)].in_flight) == 0
-    assert gateway.ready(proxy.api, busy)["ready"] is True
+    back = gateway.ready(proxy.api, busy, **_paths(proxy))
+    assert back["ready"] is True
+    # It was out of rotation for the whole stream it waited for (it ended after the drain began).
+    assert back["out_s"] > 0
+    assert back["words"] == f"{busy}: back in rotation after {back['out_s']:.1f} s out of it"
     assert proxy.stats()[("model_alpha", busy)].serving
 
 
 def test_a_single_replica_restarting_keeps_requests_waiting_in_the_gateway(fleet):
     proxy, beta = fleet["gateway"], fleet["beta"]
-    result = gateway.drain(proxy.api, "h3:main", timeout_s=30, lock_path=str(proxy.directory / "drain.lock"))
+    result = gateway.drain(proxy.api, "h3:main", timeout_s=30, **_paths(proxy))
     assert result["drained"] is True
     assert result["words"].startswith("h3:main: drained")
     beta.stop()
@@ -297,7 +301,7 @@ def test_a_single_replica_restarting_keeps_requests_waiting_in_the_gateway(fleet
     assert waiting.is_alive()  # held in the gateway, not refused
     restarted = fleet["start"](fleet["beta_argv"], {})
     restarted.wait_healthy()
-    gateway.ready(proxy.api, "h3:main")
+    gateway.ready(proxy.api, "h3:main", **_paths(proxy))
     waiting.join(timeout=30)
     assert answers["beta"][0] == 200
     assert answers["beta"][1]["model"] == "beta"
@@ -306,14 +310,13 @@ def test_a_single_replica_restarting_keeps_requests_waiting_in_the_gateway(fleet
 
 def test_drain_waits_while_the_only_other_replica_is_held_out(fleet):
     proxy = fleet["gateway"]
-    lock = str(proxy.directory / "drain.lock")
-    assert gateway.drain(proxy.api, "h1:main", timeout_s=30, lock_path=lock)["drained"]
+    assert gateway.drain(proxy.api, "h1:main", timeout_s=30, **_paths(proxy))["drained"]
     # h2 may not leave while h1 is out on purpose: it waits, and goes once the timeout passes, saying so.
-    result = gateway.drain(proxy.api, "h2:main", timeout_s=1, lock_path=lock)
+    result = gateway.drain(proxy.api, "h2:main", timeout_s=1, **_paths(proxy))
     assert "every other replica of model_alpha is out of rotation (h1:main)" in result["words"]
     for server in ("h1:main", "h2:main"):
-        gateway.ready(proxy.api, server)
-    assert gateway.drain(proxy.api, "nobody:main", timeout_s=1, lock_path=lock)["drained"] is False
+        gateway.ready(proxy.api, server, **_paths(proxy))
+    assert gateway.drain(proxy.api, "nobody:main", timeout_s=1, **_paths(proxy))["drained"] is False
 
 
 def test_reloads_under_load_drop_nothing_and_keep_a_drain(fleet):
@@ -332,7 +335,7 @@ def test_reloads_under_load_drop_nothing_and_keep_a_drain(fleet):
     for worker in workers:
         worker.start()
     servers = fleet["servers"]
-    gateway.drain(proxy.api, "h3:main", timeout_s=30, lock_path=str(proxy.directory / "drain.lock"))
+    gateway.drain(proxy.api, "h3:main", timeout_s=30, **_paths(proxy))
     # A third alpha replica (nothing listens there yet: its checks take it down, and a request sent before that is
     # redispatched), then the same routes, then without it again: three reloads under load.
     extra = fleet_routes.Server(host="h4", instance="main", address="127.0.0.1", port=free_port(), slots=1,
@@ -348,7 +351,12 @@ def test_reloads_under_load_drop_nothing_and_keep_a_drain(fleet):
     assert [outcome for outcome in outcomes if outcome != 200] == []
     # The drain was saved before each reload and loaded by the new process.
     assert proxy.stats()[("model_beta", "h3:main")].status == "DRAIN"
-    gateway.ready(proxy.api, "h3:main")
+    gateway.ready(proxy.api, "h3:main", **_paths(proxy))
+
+
+def _paths(proxy) -> dict:
+    """The drain's lock and its record of drain times, in the test gateway's own directory."""
+    return {"lock_path": str(proxy.directory / "drain.lock"), "times_path": str(proxy.directory / "drained.json")}
 
 
 def _config_task(tmp_path, **more):

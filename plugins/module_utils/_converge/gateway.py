@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import socket
 import tempfile
@@ -28,6 +29,8 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.files 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.service import Runner
 
 DRAIN_LOCK = "/run/llamafleet-gateway.lock"
+# When each server was drained (wall clock, on the gateway host): its return to rotation says how long it was out.
+DRAIN_TIMES = "/run/llamafleet-gateway-drained.json"
 POLL_S = 0.25
 
 
@@ -91,10 +94,26 @@ def drain_lock(path: str = DRAIN_LOCK) -> Iterator[None]:
         os.close(descriptor)
 
 
+def _drain_times(path: str) -> dict[str, float]:
+    try:
+        found = json.loads((read_bytes(path) or b"{}").decode("utf-8"))
+    except (OSError, ValueError):
+        return {}  # unreadable or damaged: the times are a report, nothing depends on them
+    return {str(key): value for key, value in found.items() if isinstance(value, (int, float))} \
+        if isinstance(found, dict) else {}
+
+
+def _write_drain_times(path: str, times: Mapping[str, float]) -> None:
+    with contextlib.suppress(OSError):  # a report only
+        write_atomically(path, (json.dumps(dict(times), sort_keys=True) + "\n").encode("utf-8"), 0o600,
+                         make_dirs=False)
+
+
 def drain(api: RuntimeSocket, server: str, timeout_s: float, *, lock_path: str = DRAIN_LOCK,
-          clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> dict:
+          times_path: str = DRAIN_TIMES, clock: Callable[[], float] = time.monotonic,
+          sleep: Callable[[float], None] = time.sleep, wall: Callable[[], float] = time.time) -> dict:
     """Take a server out of rotation in every backend that has it, then wait until it holds no request (or the
-    timeout). Returns what happened, for the report."""
+    timeout). Returns what happened, for the report; when it leaves rotation is recorded (``times_path``)."""
     started = clock()
     deadline = started + timeout_s
     waited_for_others = ""
@@ -111,6 +130,9 @@ def drain(api: RuntimeSocket, server: str, timeout_s: float, *, lock_path: str =
                 changed = any(not target.status.startswith("DRAIN") for target in targets)
                 for target in targets:
                     api.act("drain", target)
+                times = _drain_times(times_path)
+                if changed or server not in times:
+                    _write_drain_times(times_path, {**times, server: round(wall(), 3)})
                 break
         waited_for_others = blocked[0]
         sleep(POLL_S)
@@ -127,8 +149,10 @@ def drain(api: RuntimeSocket, server: str, timeout_s: float, *, lock_path: str =
             "words": words}
 
 
-def ready(api: RuntimeSocket, server: str) -> dict:
-    """Back in rotation: its health up at once (the rollout has just verified it), then ready."""
+def ready(api: RuntimeSocket, server: str, *, lock_path: str = DRAIN_LOCK, times_path: str = DRAIN_TIMES,
+          wall: Callable[[], float] = time.time) -> dict:
+    """Back in rotation: its health up at once (the rollout has just verified it), then ready. Says how long it was
+    out of rotation when its drain was recorded (``out_s``)."""
     targets = runtime_api.find(api.states(), server)
     if not targets:
         return {"server": server, "ready": False, "changed": False, "words": f"{server}: not in this gateway"}
@@ -136,8 +160,17 @@ def ready(api: RuntimeSocket, server: str) -> dict:
     for target in targets:
         api.act("up", target)
         api.act("ready", target)
-    return {"server": server, "ready": True, "changed": changed,
-            "words": f"{server}: back in rotation" if changed else f"{server}: in rotation"}
+    result = {"server": server, "ready": True, "changed": changed,
+              "words": f"{server}: back in rotation" if changed else f"{server}: in rotation"}
+    with drain_lock(lock_path):
+        times = _drain_times(times_path)
+        since = times.pop(server, None)
+        if since is not None:
+            _write_drain_times(times_path, times)
+    if since is not None and changed:
+        result["out_s"] = round(max(wall() - since, 0.0), 1)
+        result["words"] += f" after {result['out_s']:.1f} s out of it"
+    return result
 
 
 def rotate(api: RuntimeSocket, servers: Iterable[str], state: str, timeout_s: float,
@@ -150,7 +183,10 @@ def rotate(api: RuntimeSocket, servers: Iterable[str], state: str, timeout_s: fl
             yield runtime_api.preview(states, server, state)
         return
     for server in servers:
-        yield drain(api, server, timeout_s, lock_path=DRAIN_LOCK) if state == "drained" else ready(api, server)
+        if state == "drained":
+            yield drain(api, server, timeout_s, lock_path=DRAIN_LOCK, times_path=DRAIN_TIMES)
+        else:
+            yield ready(api, server, lock_path=DRAIN_LOCK, times_path=DRAIN_TIMES)
 
 
 def rotate_all(api: RuntimeSocket, servers: Iterable[str], state: str, timeout_s: float,

@@ -1,13 +1,16 @@
 # Copyright: (c) 2026, llamafleet maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The rollout's batches when a gateway serves the fleet: no batch takes every replica of a model out at once.
+"""The rollout's batches when a gateway serves the fleet: no batch takes more of a model's replicas out of rotation
+than the rollout's bound (``rollout_bounds``: ``max_unavailable``).
 
-Pure. Ansible runs a batch's tasks on all its hosts together (the linear strategy), so two hosts of one batch that
-restart the same model drain both its replicas at once; and a host cannot wait inside a batch for another host of
-the same batch. The rule is therefore kept in the batches themselves: the rollout's hosts are reordered and its
-``serial`` sizes split so that, in every batch, a model with N >= 2 serving replicas has at most N - 1 of them
-restarting. The operator's ``serial`` (the canary first) still bounds each batch; a batch only gets smaller or
-later hosts move up.
+Pure. Ansible runs a batch's tasks on all its hosts together (the linear strategy), and a host cannot wait inside a
+batch for another host of the same batch; each host restarts its instances one at a time (the role drains,
+restarts and puts back one instance before the next). So at any moment a batch has at most one instance out per
+host, and the rule is kept in the batches themselves: the rollout's hosts are reordered and its ``serial`` sizes
+split so that, in every batch, at most ``allowed[model]`` hosts restart a replica of that model. The operator's
+``serial`` (the canary first) still bounds each batch; a batch only gets smaller or later hosts move up. One pass
+over the hosts left per batch: the cost grows with hosts x batches, and the default bound (25 %) makes about five
+batches whatever the fleet's size.
 """
 
 from __future__ import annotations
@@ -26,20 +29,18 @@ def batch_sizes(serial: Sequence, total: int) -> list[int]:
     return sizes
 
 
-def _fits(batch_counts: Mapping[str, int], models: Iterable[str], replicas: Mapping[str, int]) -> bool:
-    for model in set(models):
-        serving = replicas.get(model, 0)
-        if serving >= 2 and batch_counts.get(model, 0) + 1 > serving - 1:
-            return False
-    return True
+def _fits(batch_counts: Mapping[str, int], models: Iterable[str], allowed: Mapping[str, int]) -> bool:
+    return all(model not in allowed or batch_counts.get(model, 0) + 1 <= allowed[model] for model in models)
 
 
-def rollout_batches(hosts: Sequence[str], restarts: Mapping[str, Iterable[str]], replicas: Mapping[str, int],
+def rollout_batches(hosts: Sequence[str], restarts: Mapping[str, Iterable[str]], allowed: Mapping[str, int],
                     serial: Sequence) -> tuple[list[str], list[int]]:
     """The hosts in rollout order and the batch sizes (a serial list for the play).
 
     ``hosts``: the rollout's hosts in inventory order (the first is the canary); ``restarts``: the models each
-    host's rollout will restart (from the judge); ``replicas``: each model's serving replicas in the fleet.
+    host's rollout will restart (from the judge); ``allowed``: how many replicas of each model may be out of
+    rotation at once (a model not in it has no bound). A host is always taken into an empty batch, so that the
+    rollout ends even when a bound is 0 (the caller refuses that case before).
     """
     remaining = list(hosts)
     sizes = batch_sizes(serial, len(remaining))
@@ -49,16 +50,19 @@ def rollout_batches(hosts: Sequence[str], restarts: Mapping[str, Iterable[str]],
         want = sizes[min(len(batches), len(sizes) - 1)]
         batch: list[str] = []
         counts: dict[str, int] = {}
-        for host in list(remaining):
+        later: list[str] = []
+        for position, host in enumerate(remaining):
             if len(batch) == want:
+                later += remaining[position:]
                 break
-            models = list(restarts.get(host) or ())
-            if batch and not _fits(counts, models, replicas):
+            models = set(restarts.get(host) or ())
+            if batch and not _fits(counts, models, allowed):
+                later.append(host)
                 continue
             batch.append(host)
-            remaining.remove(host)
-            for model in set(models):
+            for model in models:
                 counts[model] = counts.get(model, 0) + 1
         order += batch
         batches.append(len(batch))
+        remaining = later
     return order, batches

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import rollout_bounds
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.instance import instance_errors
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.inputs import (
     CORDONED,
@@ -35,7 +36,9 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.prese
 # The fields of a deployment: what the placement reads, and what its replicas run (an instance's fields).
 PLACEMENT_FIELDS = ("name", "replicas", "gpus", "labels", "policy", "memory_mib", "ram_mib")
 INSTANCE_FIELDS = ("preset", "settings", "environment", "api_key")
-FIELDS = PLACEMENT_FIELDS + INSTANCE_FIELDS
+# How its replicas roll out (_gateway/rollout_bounds.py): its own bounds over the fleet's.
+ROLLOUT_FIELDS = tuple(rollout_bounds.DEPLOYMENT_FIELDS)
+FIELDS = PLACEMENT_FIELDS + INSTANCE_FIELDS + ROLLOUT_FIELDS
 # How a deployment's key travels in the judge's no_log key map (an instance name has no space).
 KEY_PREFIX = "deployment "
 # "-1": no card at all, for a RAM replica on a host that has cards (llama.cpp then sees none).
@@ -83,6 +86,19 @@ def _instance(item: Mapping, replica: int, *, port: int | None = None, cards: st
     return instance
 
 
+def _rollout_field_errors(item: Mapping, label: str) -> list[str]:
+    """A deployment's own rollout bounds, each a number or a percentage (both at 0 is the fleet run's to refuse: it
+    knows the fleet's values)."""
+    errors = []
+    for field in ROLLOUT_FIELDS:
+        if item.get(field) not in (None, ""):
+            try:
+                rollout_bounds.read_bound(item[field], f"{label}: {field}")
+            except rollout_bounds.BoundError as err:
+                errors.append(str(err))
+    return errors
+
+
 def deployment_errors(deployments, presets, hand_instances=(), *, listed_as: str, hand_listed_as: str) -> list[str]:
     """Everything wrong with the fleet's deployments as one host sees them (its presets, its hand-placed
     instances); [] when they can be placed. Every message names the deployment and the field; ``listed_as`` and
@@ -100,6 +116,7 @@ def deployment_errors(deployments, presets, hand_instances=(), *, listed_as: str
         if unknown:
             errors.append(f"{listed_as}[{position}] ({item.get('name')}): unknown field(s) "
                           f"{', '.join(unknown)}; accepted: {', '.join(FIELDS)}")
+        errors += _rollout_field_errors(item, f"{listed_as}[{position}] ({item.get('name')})")
     if errors:
         return errors
     try:

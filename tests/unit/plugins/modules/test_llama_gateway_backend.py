@@ -38,6 +38,7 @@ def haproxy(monkeypatch, tmp_path):
     proxy = HAProxy({("model_m", "h1:main"): "UP", ("model_m", "h2:main"): "UP"})
     monkeypatch.setattr(gateway.RuntimeSocket, "ask", lambda api, line: proxy.ask(line))
     monkeypatch.setattr(gateway, "DRAIN_LOCK", str(tmp_path / "drain.lock"))
+    monkeypatch.setattr(gateway, "DRAIN_TIMES", str(tmp_path / "drained.json"))
     return proxy
 
 
@@ -54,7 +55,9 @@ def test_drain_then_back_in_rotation(haproxy, capsys):
     assert haproxy.statuses[("model_m", "h1:main")] == "DRAIN"
     assert _run(capsys, [H1], "drained")["changed"] is False
     back = _run(capsys, [H1], "ready")
-    assert (back["changed"], back["servers"][0]["words"]) == (True, "h1:main: back in rotation")
+    assert back["changed"] is True
+    out_s = back["servers"][0]["out_s"]
+    assert back["servers"][0]["words"] == f"h1:main: back in rotation after {out_s:.1f} s out of it"
     assert haproxy.asked[-2:] == ["set server model_m/h1:main health up", "set server model_m/h1:main state ready"]
     assert _run(capsys, [H1], "ready")["changed"] is False
 

@@ -7,7 +7,8 @@ import pytest
 
 from ansible_collections.llamafleet.llamacpp.plugins.action import fleet_rollout as rollout_action
 from ansible_collections.llamafleet.llamacpp.plugins.action import fleet_run as run_action
-from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import fleet_run
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import rollout_bounds
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import fleet_run, role_vars
 from tests.unit.support import actions
 
 INSTANCES = [{"name": "main"}, {"name": "old", "state": "absent"}, "not a dict"]
@@ -37,26 +38,71 @@ def judged(*names, status="judged"):
 def test_rollout_plan():
     hostvars = {"a": judged("main"), "b": judged("main"), "c": judged("main"), "d": judged()}
     models = [{"name": "m", "replicas": ["a/main", "b/main", "d/main"]}, {"name": "n", "replicas": ["c/main"]}]
-    # m has three replicas in rotation (d restarts nothing): a and b may go together.
-    expected = {"order": ["a", "b", "c"], "serial": [3]}
+    # m has three replicas in rotation: 25 % of them, at least 1, may be out at once; n's only one may go.
+    expected = {"order": ["a", "c", "b"], "serial": [2, 1], "allowed": {"m": 1, "n": 1}, "refusal": ""}
     assert fleet_run.rollout_plan(hostvars, ["a", "b", "c"], ["100%"], models) == expected
+    # 2 of m at once (a number), and as a percentage (67 % of 3, rounded down).
+    for bound in (2, "67%"):
+        fleet = rollout_bounds.read_bounds(bound)
+        assert fleet_run.rollout_plan(hostvars, ["a", "b", "c"], ["100%"], models, fleet=fleet) == {
+            "order": ["a", "b", "c"], "serial": [3], "allowed": {"m": 2, "n": 1}, "refusal": ""}
+    # Never all of them: 100 % of m's two replicas is one.
     two = [{"name": "m", "replicas": ["a/main", "b/main"]}, {"name": "n", "replicas": ["c/main"]}]
-    assert fleet_run.rollout_plan(hostvars, ["a", "b", "c"], "100%", two) == {
-        "order": ["a", "c", "b"], "serial": [2, 1]}
+    assert fleet_run.rollout_plan(hostvars, ["a", "b", "c"], "100%", two,
+                                  fleet=rollout_bounds.read_bounds("100%")) == {
+        "order": ["a", "c", "b"], "serial": [2, 1], "allowed": {"m": 1, "n": 1}, "refusal": ""}
     # No gateway routes: the operator's batches.
     assert fleet_run.rollout_plan(hostvars, ["a", "b", "c"], [1, "100%"]) == {
-        "order": ["a", "b", "c"], "serial": [1, 2]}
-    assert fleet_run.rollout_plan(hostvars, [], [1], models) == {"order": [], "serial": []}
+        "order": ["a", "b", "c"], "serial": [1, 2], "allowed": {}, "refusal": ""}
+    assert fleet_run.rollout_plan(hostvars, [], [1], models) == {
+        "order": [], "serial": [], "allowed": {"m": 1, "n": 1}, "refusal": ""}
+
+
+def placed(deployment, *names):
+    return [{"name": name, "placement": {"deployment": deployment, "replica": index}}
+            for index, name in enumerate(names)]
+
+
+def test_a_deployments_own_bound_and_the_strictest_for_a_shared_model():
+    """Deployment chat lets 2 of its 4 replicas out (50 %); code keeps the fleet's 25 %. A model served by replicas
+    of both takes the strictest."""
+    hostvars = {host: {**judged(f"chat-{index}"), "llama_server_placed_instances": placed("chat", *[
+        f"chat-{n}" for n in range(4)])[index:index + 1]} for index, host in enumerate("abcd")}
+    hostvars["e"] = {**judged("code-0"), "llama_server_placed_instances": placed("code", "code-0")}
+    chat = [{"name": "chat", "replicas": [f"{host}/chat-{index}" for index, host in enumerate("abcd")]}]
+    fleet = rollout_bounds.read_bounds()
+    deployments = rollout_bounds.deployment_bounds([{"name": "chat", "max_unavailable": "50%"}, {"name": "code"}],
+                                                   fleet)
+    assert role_vars.rollout_bounds_of(None, None, [{"name": "chat", "max_unavailable": "50%"}, {"name": "code"}]) \
+        == (fleet, deployments)
+    plan = fleet_run.rollout_plan(hostvars, list("abcd"), ["100%"], chat, fleet=fleet, deployments=deployments)
+    assert (plan["serial"], plan["allowed"]) == ([2, 2], {"chat": 2})
+    shared = [{"name": "chat", "replicas": [*chat[0]["replicas"], "e/code-0"]}]
+    plan = fleet_run.rollout_plan(hostvars, list("abcde"), ["100%"], shared, fleet=fleet, deployments=deployments)
+    assert (plan["serial"], plan["allowed"]) == ([1, 1, 1, 1, 1], {"chat": 1})
+
+
+def test_a_model_whose_bound_lets_none_out_is_refused():
+    hostvars = {"a": judged("main"), "b": judged("main"), "c": judged("other")}
+    models = [{"name": "m", "replicas": ["a/main", "b/main"]}, {"name": "n", "replicas": ["c/other"]}]
+    plan = fleet_run.rollout_plan(hostvars, ["a", "b"], ["100%"], models, fleet=rollout_bounds.read_bounds(0, 1))
+    assert plan["allowed"] == {"m": 0, "n": 0}
+    assert plan["refusal"].startswith("model(s) m would restart, but llama_fleet_max_unavailable lets none of their "
+                                      "replicas leave the gateways' rotation")
+    # Nothing of n restarts: nothing refused.
+    assert fleet_run.rollout_plan(hostvars, ["c"], ["100%"], models[:1], fleet=rollout_bounds.read_bounds(0, 1))[
+        "refusal"] == ""
 
 
 @pytest.mark.parametrize(
     ("gateways", "serial", "expected"),
     [
         # The hosts with work, in the run's order (the canary first); current (ok) and failed hosts stay out.
-        ([], [1, "100%"], {"order": ["a", "b", "c"], "serial": [1, 2]}),
-        # The first gateway with routes speaks: two replicas of m (a, b) never restart in one batch.
-        (["gw0", "gw1"], ["100%"], {"order": ["a", "c", "b"], "serial": [2, 1]}),
-        (["gw0"], "25%", {"order": ["a", "b", "c"], "serial": [1, 1, 1]}),
+        ([], [1, "100%"], {"order": ["a", "b", "c"], "serial": [1, 2], "allowed": {}, "refusal": ""}),
+        # The first gateway with routes speaks: one of m's two replicas (a, b) out at once.
+        (["gw0", "gw1"], ["100%"], {"order": ["a", "c", "b"], "serial": [2, 1], "allowed": {"m": 1, "n": 1},
+                                    "refusal": ""}),
+        (["gw0"], "25%", {"order": ["a", "b", "c"], "serial": [1, 1, 1], "allowed": {}, "refusal": ""}),
     ],
 )
 def test_the_rollout_of_a_run(gateways, serial, expected):
@@ -174,9 +220,39 @@ def test_the_rollout_action_sets_its_fact_or_names_a_bad_serial():
     hostvars = {"a": judged("main"), "b": judged("main")}
     result = actions.run_action(rollout_action, {"hosts": ["a", "b"], "serial": [1, "100%"]},
                                 task_vars={"hostvars": hostvars})[0]
-    assert result["ansible_facts"] == {"llama_fleet_rollout": {"order": ["a", "b"], "serial": [1, 1]}}
+    assert result["ansible_facts"] == {"llama_fleet_rollout": {"order": ["a", "b"], "serial": [1, 1], "allowed": {},
+                                                               "refusal": ""}}
     bad = actions.run_action(rollout_action, {"hosts": ["a", "b"], "serial": "half"},
                              task_vars={"hostvars": hostvars})[0]
     assert bad["failed"] is True
     assert bad["msg"].startswith("llama_fleet_serial 'half': ")
     assert "accepted: a number, a percentage" in bad["msg"]
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    ({"max_unavailable": "most"}, "llama_fleet_max_unavailable: 'most' is not a whole number"),
+    ({"max_unavailable": 0, "max_surge": "0%"}, "llama_fleet_max_unavailable is 0 and llama_fleet_max_surge is 0"),
+    ({"deployments": [{"name": "chat", "max_surge": "150%"}]},
+     "llama_fleet_deployments[0] (chat): max_surge: '150%' is not"),
+])
+def test_the_rollout_action_refuses_bad_bounds(args, says):
+    result = actions.run_action(rollout_action, {"hosts": ["a"], **args},
+                                task_vars={"hostvars": {"a": judged("main")}})[0]
+    assert result["failed"] is True
+    assert says in result["msg"]
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    ({"max_unavailable": -1}, "llama_fleet_max_unavailable: -1 is not a whole number from 0 to 10000"),
+    ({"max_surge": "some"}, "llama_fleet_max_surge: 'some' is not"),
+    ({"max_unavailable": "0", "max_surge": 0}, "llama_fleet_max_unavailable is 0 and llama_fleet_max_surge is 0"),
+    ({"deployments": [{"name": "chat", "max_unavailable": "0%"}]},
+     "llama_fleet_deployments[0] (chat): max_unavailable is 0 and llama_fleet_max_surge is 0"),
+    ({"max_unavailable": "50%", "max_surge": 1, "deployments": [{"name": "chat", "max_unavailable": 0}]}, ""),
+])
+def test_the_run_action_refuses_bad_bounds_before_anything_changes(tmp_path, args, says):
+    result = actions.run_action(run_action, {"hosts": ["a"], "inventory_hosts": ["a"], "gateway_group": "gw",
+                                             "ledger_path": str(tmp_path / "fleet-ledger.json"), **args},
+                                task_vars={"groups": {}})[0]
+    refusal = result["ansible_facts"]["llama_fleet_run"]["refusal"]
+    assert says in refusal if says else refusal == ""

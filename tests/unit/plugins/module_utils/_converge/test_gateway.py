@@ -1,6 +1,8 @@
 """The gateway host's side (_converge/gateway.py): the drain's waits and the return to rotation, on an in-memory
 runtime API (the real HAProxy runs them in tests/integration/test_gateway_real.py), and the socket's errors."""
 
+import json
+
 import pytest
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import gateway
@@ -27,9 +29,14 @@ class Runtime:
         entry["status"] = {"drain": "DRAIN", "ready": "UP", "up": entry["status"]}[action]
 
 
-def _drain(runtime, clock, server, timeout_s, tmp_path):
-    return gateway.drain(runtime, server, timeout_s, lock_path=str(tmp_path / "lock"), clock=clock,
-                         sleep=clock.sleep)
+def _drain(runtime, clock, server, timeout_s, tmp_path, *, wall=lambda: 1000.0):
+    return gateway.drain(runtime, server, timeout_s, lock_path=str(tmp_path / "lock"),
+                         times_path=str(tmp_path / "drained.json"), clock=clock, sleep=clock.sleep, wall=wall)
+
+
+def _ready(runtime, server, tmp_path, *, wall=lambda: 1000.0):
+    return gateway.ready(runtime, server, lock_path=str(tmp_path / "lock"), times_path=str(tmp_path / "drained.json"),
+                         wall=wall)
 
 
 def test_drain_waits_for_the_requests_in_flight(tmp_path):
@@ -77,16 +84,35 @@ def test_drain_and_ready_of_a_server_the_gateway_does_not_route(tmp_path):
     runtime = Runtime(clock, {})
     assert _drain(runtime, clock, "new:main", 5, tmp_path) == {
         "server": "new:main", "drained": False, "changed": False, "words": "new:main: not in this gateway"}
-    assert gateway.ready(runtime, "new:main")["words"] == "new:main: not in this gateway"
+    assert _ready(runtime, "new:main", tmp_path)["words"] == "new:main: not in this gateway"
 
 
 def test_ready_sets_health_up_then_ready(tmp_path):
     clock = Clock()
     runtime = Runtime(clock, {"h1:main": {"backend": "model_m", "status": "DRAIN"}})
-    assert gateway.ready(runtime, "h1:main") == {"server": "h1:main", "ready": True, "changed": True,
-                                                 "words": "h1:main: back in rotation"}
+    assert _ready(runtime, "h1:main", tmp_path) == {"server": "h1:main", "ready": True, "changed": True,
+                                                    "words": "h1:main: back in rotation"}
     assert runtime.sent == [("up", "h1:main"), ("ready", "h1:main")]
-    assert gateway.ready(runtime, "h1:main")["changed"] is False
+    assert _ready(runtime, "h1:main", tmp_path)["changed"] is False
+
+
+def test_ready_says_how_long_the_server_was_out_of_rotation(tmp_path):
+    """The drain records when the server left rotation (the gateway host's clock); its return says for how long,
+    once, and forgets it."""
+    clock = Clock()
+    runtime = Runtime(clock, {"h1:main": {"backend": "model_m", "status": "UP"},
+                              "h1:side": {"backend": "model_m", "status": "UP"}})
+    _drain(runtime, clock, "h1:main", 30, tmp_path, wall=lambda: 1000.0)
+    _drain(runtime, clock, "h1:side", 30, tmp_path, wall=lambda: 1001.0)
+    back = _ready(runtime, "h1:main", tmp_path, wall=lambda: 1002.46)
+    assert (back["out_s"], back["words"]) == (2.5, "h1:main: back in rotation after 2.5 s out of it")
+    assert json.loads((tmp_path / "drained.json").read_text()) == {"h1:side": 1001.0}
+    again = _ready(runtime, "h1:main", tmp_path)
+    assert "out_s" not in again
+    # A damaged record is no record: the server still goes back.
+    (tmp_path / "drained.json").write_text("{not json")
+    side = _ready(runtime, "h1:side", tmp_path)
+    assert (side["ready"], side["words"]) == (True, "h1:side: back in rotation")
 
 
 def test_the_socket_says_what_it_could_not_do(tmp_path):

@@ -45,6 +45,7 @@ CASES = [
 def test_rotate_all(tmp_path, monkeypatch, case):
     _name, statuses, refuse, servers, state, check_mode, changed, words, failure = case
     monkeypatch.setattr(gateway, "DRAIN_LOCK", str(tmp_path / "drain.lock"))
+    monkeypatch.setattr(gateway, "DRAIN_TIMES", str(tmp_path / "drained.json"))
     runtime = Runtime(statuses, refuse)
     result, why = gateway.rotate_all(runtime, servers, state, 0, check_mode)
     assert why == failure
