@@ -2,10 +2,14 @@
 completion and a streaming one, until a stop file appears (or a duration passes). Every request is recorded: when
 it started and ended, its status, and whether a stream ended with [DONE].
 
+With --metrics-url (the gateway's Prometheus exporter), each model's replicas in rotation are sampled every 150 ms
+meanwhile (bench/gateway_rotation.py), and the record says the fewest seen per backend (``rotation``).
+
 Used by bench/rollout_under_load.py and by the molecule scenario `gateway` (which starts it in the background, runs
 a rollout, then stops it and reads the record). Standard library only.
 
-    gateway_load.py --url http://10.213.47.6:8000 --key-file KEY --clients 4 --stop-file /tmp/stop --out load.json
+    gateway_load.py --url http://10.213.47.6:8000 --key-file KEY --clients 4 --stop-file /tmp/stop --out load.json \
+        --metrics-url http://10.213.47.6:8405/metrics
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+import gateway_rotation
 
 SHORT = {"prompt": "The capital of France is", "n_predict": 8, "temperature": 0}
 STREAM = {"prompt": "Once upon a time", "max_tokens": 48, "temperature": 0, "stream": True}
@@ -90,11 +96,18 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=0, help="or stop after this many seconds")
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--out", required=True, help="where the JSON record goes")
+    parser.add_argument("--metrics-url", default="",
+                        help="the gateway's exporter (http://HOST:PORT/metrics): sample the replicas in rotation")
     args = parser.parse_args()
+    sampler = None
+    if args.metrics_url:
+        key = Path(args.key_file).read_text().strip() if args.key_file else ""
+        sampler = gateway_rotation.RotationSampler(args.metrics_url, key).start()
     records = run(args)
+    rotation = sampler.stop() if sampler else None
     failed = failures(records)
     Path(args.out).write_text(json.dumps({"records": records, "sent": len(records), "failed": len(failed),
-                                          "failures": failed[:20]}))
+                                          "failures": failed[:20], "rotation": rotation}))
     print(f"sent {len(records)}, failed {len(failed)}")
 
 

@@ -1,5 +1,5 @@
 """How many replicas of each model the fleet's gateway has in rotation, sampled from its Prometheus exporter
-(HAProxy's ``haproxy_server_status{state="UP"}``) every 200 ms while something runs, and the fewest seen.
+(HAProxy's ``haproxy_server_status{state="UP"}``) every 150 ms while something runs, and the fewest seen.
 
 Used by bench/gateway_load.py (``--metrics-url``), and so by bench/rollout_under_load.py and the molecule scenario
 `gateway`. Standard library only.
@@ -19,7 +19,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-INTERVAL_S = 0.2
+INTERVAL_S = 0.15
 # haproxy_server_status{proxy="model_tiny",server="llf-host1:main",state="UP"} 1
 _STATUS = re.compile(r'^haproxy_server_status\{(?P<labels>[^}]*)\}\s+(?P<value>\S+)\s*$')
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')

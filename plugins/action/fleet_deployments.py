@@ -12,11 +12,14 @@ partial run the others are reported short and the run goes on.
 
 from __future__ import annotations
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import rollout_bounds
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.deployments import (
     deployment_versions,
     host_changes,
     lost_replicas,
+    name_placements,
     placement_inputs,
+    renewals,
     replica_name,
     summary_rows,
 )
@@ -36,6 +39,8 @@ ARGUMENT_SPEC = {
     "ledger_path": {"type": "str", "default": "./fleet-ledger.json"},
     "fleet_name": {"type": "str", "default": "llama_fleet"},
     "cordoned": {"type": "list", "elements": "str", "default": None},
+    "max_unavailable": {"type": "raw", "default": None},
+    "max_surge": {"type": "raw", "default": None},
 }
 
 
@@ -110,9 +115,18 @@ class ActionModule(ControllerAction):
                               "none of them, so it cannot plan a need")
             return _refused(result, "; ".join(errors) + " (nothing was changed)", errors=errors)
         try:
-            placement = place(wanted, hosts, current)
+            fleet_bounds, bounds = role_vars.rollout_bounds_of(args["max_unavailable"], args["max_surge"], deployments)
+        except rollout_bounds.BoundError as err:
+            return _refused(result, f"{err} (nothing was changed)")
+        # Surge: how many start-first copies each deployment may run at once, of its replica count.
+        surge = {entry["name"]: bounds.get(entry["name"], fleet_bounds).surge(int(entry.get("replicas", 1)))
+                 for entry in wanted}
+        renew = renewals(readings, current, surge, list(scope.cordoned))
+        try:
+            placement = place(wanted, hosts, current, renew=renew)
         except PlacementError as err:
             return _refused(result, f"{role_vars.DEPLOYMENTS}: {err} (nothing was changed)")
+        name_placements(placement, readings)
         placement["notes"] += [{"id": "placement.duplicate", "text": note} for note in notes]
         placement["frozen"] = sorted(scope.frozen)
         lost = lost_replicas(scope, placement)

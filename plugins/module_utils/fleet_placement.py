@@ -70,7 +70,11 @@ def _keep(current: Current, deployment: Deployment | None, capacity: Capacity) -
     rooms = [capacity.card_room[current.host][uuid] for uuid in current.gpus]
     if capacity.ram[current.host] >= need_ram and all(room >= deployment.per_card_mib for room in rooms):
         cards = tuple(sorted(current.gpus, key=lambda uuid: capacity.card_index[current.host][uuid]))
-        return Choice(current.host, cards, need_ram, deployment.per_card_mib, ()), ""
+        choice = Choice(current.host, cards, need_ram, deployment.per_card_mib, ())
+        # What it holds was counted as room for it: its need is taken from that room, so that no other replica of
+        # this placement is given the same memory.
+        capacity.take(choice)
+        return choice, ""
     capacity.hold(current.host, -held_ram, dict.fromkeys(current.gpus, -held_per_card))
     return None, f"{current.host} no longer has room for its need of {deployment.memory_mib} MiB"
 
@@ -135,9 +139,10 @@ def _ports(placements: list[dict], hosts: Mapping[str, Host], current: Sequence[
 
 
 def place(deployments: list[dict], hosts: list[dict], current: list[dict] | None = None, *,
-          step_budget: int = DEFAULT_STEP_BUDGET) -> dict:
-    """Place every replica of ``deployments`` on ``hosts`` (docs/placement.md has each field). Raises PlacementError
-    naming the field of an input it cannot read."""
+          renew: list[dict] | None = None, step_budget: int = DEFAULT_STEP_BUDGET) -> dict:
+    """Place every replica of ``deployments`` on ``hosts`` (docs/placement.md has each field). ``renew``: running
+    replicas (``deployment``, ``replica``) that start a new copy first where there is room (surge). Raises
+    PlacementError naming the field of an input it cannot read."""
     wanted = {deployment.name: deployment for deployment in read_deployments(deployments)}
     fleet = read_hosts(hosts)
     running = read_current(current)
@@ -153,9 +158,20 @@ def place(deployments: list[dict], hosts: list[dict], current: list[dict] | None
     to_place = [(name, index) for name, deployment in wanted.items() for index in range(deployment.replicas)
                 if (name, index) not in kept]
     outcome = solve(wanted, to_place, eligible, capacity, occupied, budget=step_budget)
+    # Copies come last: a replica to place never loses its room to one.
+    renewing = _renewals(_renew_keys(renew), kept, wanted, eligible, capacity=capacity, occupied=occupied)
 
     placements = []
+    for (name, index), (choice, replica, candidates) in sorted(renewing.items()):
+        deployment = wanted[name]
+        placements.append({"deployment": name, "replica": index, "host": choice.host, "gpus": list(choice.cards),
+                           "memory_mib": deployment.memory_mib, "port": 0,
+                           "renews": {"host": replica.host, "port": replica.port},
+                           "why": (f"a new copy starts first ({_placed_why(deployment, choice, capacity, candidates)}"
+                                   f"); the copy on {replica.host} goes once it serves")})
     for (name, index), (choice, replica) in sorted(kept.items()):
+        if (name, index) in renewing:
+            continue
         deployment = wanted[name]
         placements.append({"deployment": name, "replica": index, "host": choice.host, "gpus": list(choice.cards),
                            "memory_mib": deployment.memory_mib, "port": replica.port,
@@ -186,8 +202,46 @@ def place(deployments: list[dict], hosts: list[dict], current: list[dict] | None
     unplaced.sort(key=lambda entry: (entry["deployment"], entry["replica"]))
     placements.sort(key=lambda entry: (entry["deployment"], entry["replica"]))
 
-    return {"placements": placements, "unplaced": unplaced,
-            "notes": _notes(wanted, kept, moving, outcome, len(unplaced))}
+    notes = _notes(wanted, kept, moving, outcome, len(unplaced))
+    if renewing:
+        notes.append({"id": "placement.surge", "text": f"{len(renewing)} replica(s) start a new copy first, then "
+                                                       "their running copy goes"})
+    return {"placements": placements, "unplaced": unplaced, "notes": notes}
+
+
+def _renew_keys(renew) -> set[tuple[str, int]]:
+    if renew is None:
+        return set()
+    if not isinstance(renew, Sequence) or isinstance(renew, str):
+        raise PlacementError(f"renew: {type(renew).__name__} is not a list of replicas (deployment, replica)")
+    keys = set()
+    for position, item in enumerate(renew):
+        if not isinstance(item, Mapping) or not isinstance(item.get("deployment"), str) \
+                or isinstance(item.get("replica"), bool) or not isinstance(item.get("replica"), int):
+            raise PlacementError(f"renew[{position}]: {item!r} is not a replica (deployment, replica)")
+        keys.add((item["deployment"], item["replica"]))
+    return keys
+
+
+def _renewals(keys, kept, wanted, eligible, *, capacity: Capacity, occupied: dict[str, set[str]]) -> dict:
+    """A start-first copy of each running replica of ``keys`` that stays: placed where there is room now, its own
+    host or another, while the running copy still holds its memory (it goes only once the new one serves). spread
+    keeps a copy off the hosts of the deployment's other replicas. A replica with no room for a copy gets none: it
+    restarts where it runs. {key: (choice, running replica, hosts with room)}."""
+    chosen = {}
+    for key in sorted(keys):
+        if key not in kept:
+            continue
+        name = key[0]
+        running = kept[key][1]
+        others = occupied.get(name, set()) - {running.host}
+        choice, candidates = capacity.first_fit(wanted[name], eligible[name], others)
+        if choice is None:
+            continue
+        capacity.take(choice)
+        occupied.setdefault(name, set()).add(choice.host)
+        chosen[key] = (choice, running, candidates)
+    return chosen
 
 
 def _kept_and_moving(running, wanted, capacity) -> tuple[dict, dict]:

@@ -64,6 +64,18 @@ options:
       When not given, each host's C(llama_fleet_cordoned), else the ledger's record.
     type: list
     elements: str
+  max_surge:
+    description:
+      - How many start-first copies of a deployment's replicas may run at once (C(llama_fleet_max_surge), or the
+        deployment's own C(max_surge)) - a whole number, or a percentage of its replicas, rounded up. Default 0.
+      - A running replica whose plan changes, on a host this run reads and that is not cordoned, gets a new copy
+        placed where there is room now - its own host (under its second name, C(<deployment>-<replica>-b) or
+        back) or another - with the running copy's memory still counted; the running copy is removed once the new
+        one serves. One without room restarts where it runs. Lowest replica numbers first.
+    type: raw
+  max_unavailable:
+    description: The fleet's C(llama_fleet_max_unavailable), read with O(max_surge) (both at 0 are refused).
+    type: raw
 seealso:
   - module: llamafleet.llamacpp.llama_server_host
   - module: llamafleet.llamacpp.fleet_ledger

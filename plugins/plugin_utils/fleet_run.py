@@ -33,17 +33,20 @@ def run_facts(hosts: Sequence[str], inventory_hosts: Sequence[str], gateway_grou
 
 
 def restarting_instances(judgement, host: str, instances=()) -> list:
-    """The instances a judged host's rollout will restart, write or remove (the judge's ``work``): the ones a gateway
-    drains first, each as {host, instance}. When a part they share has work (the engine, a model), every instance of
-    the host (``instances``, its llama_server_instances)."""
+    """The instances a judged host's rollout will restart, write or remove (the judge's ``work``, of the host's
+    ``instances``): the ones a gateway drains first, each as {host, instance}. When a part they share has work (the
+    engine, a model), every instance of the host (``instances``, its llama_server_instances)."""
     judgement = judgement or {}
     if judgement.get("current", False):
         return []
     work = judgement.get("work") or {"all": True}
+    listed = [str(item.get("name")) for item in instances or [] if isinstance(item, Mapping) and item.get("name")]
     if work.get("all"):
-        names = [str(item.get("name")) for item in instances or [] if isinstance(item, dict) and item.get("name")]
+        names = listed
     else:
-        names = [str(name) for name in work.get("instances") or []]
+        # An instance the judge found with work that the host no longer lists is not restarted by its rollout: a
+        # replica whose new copy starts first elsewhere or beside it (surge), removed after the rollout.
+        names = [str(name) for name in work.get("instances") or [] if not instances or str(name) in listed]
     return [{"host": host, "instance": name} for name in names]
 
 

@@ -49,6 +49,23 @@ def replica_name(deployment: str, replica: int) -> str:
     return f"{deployment}-{replica}"
 
 
+# A replica's second name: a start-first copy on the host that runs it (surge) takes the name its running copy does
+# not have, and keeps it until its next renewal there.
+SECOND_NAME_SUFFIX = "-b"
+
+
+def replica_names(deployment: str, replica: int) -> tuple[str, str]:
+    """The two names a replica's instance may have."""
+    first = replica_name(deployment, replica)
+    return first, first + SECOND_NAME_SUFFIX
+
+
+def copy_name(deployment: str, replica: int, running: str) -> str:
+    """The name of a start-first copy beside a running copy named ``running`` (on the same host)."""
+    first, second = replica_names(deployment, replica)
+    return second if running == first else first
+
+
 def placement_record(placement: Mapping | None, port, cuda_visible_devices) -> dict | None:
     """What a placed replica's state file records (the judge finds the fleet's replicas by it): its deployment,
     replica, port and cards. None for an instance placed by hand."""
@@ -74,10 +91,10 @@ def _as_placement_input(item: Mapping) -> dict:
     return found
 
 
-def _instance(item: Mapping, replica: int, *, port: int | None = None, cards: str = "") -> dict:
-    """Replica ``replica`` of a deployment as an instance of the role."""
+def _instance(item: Mapping, replica: int, *, port: int | None = None, cards: str = "", name: str = "") -> dict:
+    """Replica ``replica`` of a deployment as an instance of the role (named ``name``, else its first name)."""
     instance = {field: item[field] for field in INSTANCE_FIELDS if item.get(field) not in (None, "")}
-    instance["name"] = replica_name(str(item.get("name")), replica)
+    instance["name"] = name or replica_name(str(item.get("name")), replica)
     if port:
         instance["port"] = port
     if cards:
@@ -126,15 +143,16 @@ def deployment_errors(deployments, presets, hand_instances=(), *, listed_as: str
     replicas = {deployment.name: deployment.replicas for deployment in read}
     for item in listed:
         name = str(item["name"])
-        last = replica_name(name, max(replicas[name] - 1, 0))
-        # The longest replica name must still name a unit; the preset, environment and key are an instance's.
-        sample = _instance(item, max(replicas[name] - 1, 0))
+        first, last = replica_names(name, max(replicas[name] - 1, 0))
+        # The longest replica name (the last replica's second name) must still name a unit; the preset, environment
+        # and key are an instance's.
+        sample = _instance(item, max(replicas[name] - 1, 0), name=last)
         sample.pop("placement")
         for problem in instance_errors(sample, presets):
-            errors.append(f"deployment {name}: {problem.replace(f'instance {last}', f'replica {last}')}")
+            errors.append(f"deployment {name}: {problem.replace(f'instance {last}', f'replica {first}')}")
     hand = {str(instance.get("name")) for instance in hand_instances if isinstance(instance, Mapping)}
     for name, count in replicas.items():
-        taken = sorted(replica_name(name, index) for index in range(count) if replica_name(name, index) in hand)
+        taken = sorted(both for index in range(count) for both in replica_names(name, index) if both in hand)
         if taken:
             errors.append(f"deployment {name}: its replica name(s) {', '.join(taken)} are taken by instances of "
                           f"{hand_listed_as} on this host; rename one or the other")
@@ -275,6 +293,24 @@ def placement_inputs(deployments, readings: Mapping[str, HostReading], host_fiel
     return wanted, hosts, current, errors, notes
 
 
+def renewals(readings: Mapping[str, HostReading], current: Sequence[Mapping], surge: Mapping[str, int],
+             cordoned: Sequence[str] = ()) -> list[dict]:
+    """The running replicas that start a new copy first (place()'s ``renew``): of each deployment, up to
+    ``surge[deployment]`` of those whose host this run reads, that do not run their plan (their rollout would
+    restart them), lowest numbers first. A replica on a cordoned host moves anyway: it is no renewal."""
+    counted = {(entry["deployment"], entry["replica"]): entry["host"] for entry in current}
+    chosen: dict[str, list[int]] = {}
+    for host in sorted(readings):
+        if host in cordoned:
+            continue
+        for replica in readings[host].placed:
+            key = (replica.deployment, replica.replica)
+            if not replica.current and counted.get(key) == host:
+                chosen.setdefault(replica.deployment, []).append(replica.replica)
+    return [{"deployment": name, "replica": number} for name in sorted(chosen)
+            for number in sorted(set(chosen[name]))[:max(int(surge.get(name, 0)), 0)]]
+
+
 def lost_replicas(scope: RunScope | None, result: Mapping) -> list[dict]:
     """The replicas of the unreachable hosts that this run places again (``run_scope.REPLACE``), each with where it
     runs now (``placed_on``: a host, or "" when it found no room: the deployment runs short)."""
@@ -309,7 +345,8 @@ def host_changes(result: Mapping, readings: Mapping[str, HostReading]) -> dict[s
             if placement["host"] != host:
                 continue
             cards = ",".join(placement["gpus"]) if placement["gpus"] else (NO_CARD if has_cards else "")
-            mine.append({"name": replica_name(placement["deployment"], placement["replica"]),
+            mine.append({"name": placement.get("instance") or replica_name(placement["deployment"],
+                                                                            placement["replica"]),
                          "deployment": placement["deployment"], "replica": placement["replica"],
                          "port": placement["port"], "cuda_visible_devices": cards})
         runs = {replica.instance: replica for replica in reading.placed}
@@ -322,12 +359,32 @@ def host_changes(result: Mapping, readings: Mapping[str, HostReading]) -> dict[s
     return shares
 
 
+def name_placements(result: Mapping, readings: Mapping[str, HostReading]) -> None:
+    """Each placement's instance name (``instance``), in place: a replica that stays keeps the name it runs under; a
+    start-first copy (``renews``) takes the name its running copy does not have when it starts beside it, else the
+    replica's first name, and ``renews`` names the running copy (``instance``); a new or moved one, its first
+    name."""
+    # Of two copies on one host (a renewal cut short), the one that runs its plan speaks: it comes last.
+    running = {(host, replica.deployment, replica.replica): replica.instance
+               for host in readings for replica in sorted(readings[host].placed, key=lambda found: found.current)}
+    for placement in result.get("placements") or []:
+        deployment, number, host = placement["deployment"], placement["replica"], placement["host"]
+        renews = placement.get("renews")
+        if renews:
+            old = running.get((renews["host"], deployment, number), replica_name(deployment, number))
+            renews["instance"] = old
+            placement["instance"] = (copy_name(deployment, number, old) if renews["host"] == host
+                                     else replica_name(deployment, number))
+        else:
+            placement["instance"] = running.get((host, deployment, number), replica_name(deployment, number))
+
+
 def placed_instances(share: Sequence[Mapping], deployments) -> list[dict]:
     """A host's placed replicas (``host_changes``' ``instances``) as instances of the role, with their deployment's
     preset, settings, environment and key."""
     by_name = {str(item["name"]): item for item in _listed(deployments) if isinstance(item, Mapping)}
     return [_instance(by_name[entry["deployment"]], int(entry["replica"]), port=int(entry["port"]),
-                      cards=str(entry.get("cuda_visible_devices") or ""))
+                      cards=str(entry.get("cuda_visible_devices") or ""), name=str(entry.get("name") or ""))
             for entry in share if entry.get("deployment") in by_name]
 
 
@@ -335,12 +392,18 @@ def removable(names: Sequence[str], result: Mapping, reports: Mapping[str, Seque
     """Of a host's replicas to remove, those that may go now: one that moved goes once its new host's report says
     it is deployed and runs its plan (started before it is removed), or at once when its other copy is on a host
     this run keeps as it is (``result["frozen"]``); one whose deployment or number is gone goes at once."""
-    new_home = {replica_name(p["deployment"], p["replica"]): p["host"] for p in result.get("placements") or []}
+    new_home = {}
+    for placement in result.get("placements") or []:
+        instance = placement.get("instance") or replica_name(placement["deployment"], placement["replica"])
+        # A start-first copy (surge) replaces the running copy it names; any other placement, the copy of its name.
+        replaced = (placement.get("renews") or {}).get("instance") or instance
+        new_home[replaced] = (placement["host"], instance)
     frozen = set(result.get("frozen") or [])
     gone = []
     for name in names:
-        host = new_home.get(name)
-        rows = [row for row in reports.get(host) or [] if isinstance(row, Mapping) and row.get("instance") == name]
+        host, instance = new_home.get(name, (None, name))
+        rows = [row for row in reports.get(host) or [] if isinstance(row, Mapping)
+                and row.get("instance") == instance]
         # A copy kept on a frozen host runs there (the ledger says so), and this run cannot touch that host.
         started = bool(rows) and rows[-1].get("state") == "deployed" and bool(rows[-1].get("runs_plan"))
         if host is None or host in frozen or started:

@@ -189,9 +189,9 @@ PRESETS = {"tiny": {"model": "tiny.gguf", "ctx": 2048}, "gemma": {"model": "gemm
 def test_each_hosts_variables_and_the_deployments_versions_reach_the_placement(monkeypatch):
     given, place = {}, action_module.place
 
-    def spy(wanted, hosts, current):
-        given.update(wanted=wanted, hosts=hosts)
-        return place(wanted, hosts, current)
+    def spy(wanted, hosts, current, **more):
+        given.update(wanted=wanted, hosts=hosts, **more)
+        return place(wanted, hosts, current, **more)
 
     monkeypatch.setattr(action_module, "place", spy)
     result = run_action({"h1": judged(8000, NEEDS, llama_server_presets=PRESETS, llama_fleet_labels={"zone": "a"},

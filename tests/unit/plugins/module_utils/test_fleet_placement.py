@@ -180,6 +180,16 @@ def test_a_running_replica_counts_its_own_memory_as_room():
     assert grown["placements"][0]["moved_from"] == "h1"
 
 
+def test_a_kept_replicas_memory_is_not_given_to_another():
+    """h1 has 500 MiB free beside a-0's 1000: a-0 stays, and b (1000) does not fit there (it once did: the memory
+    a-0 holds was counted as room for it, and then for b too)."""
+    current = [{"deployment": "a", "replica": 0, "host": "h1", "gpus": [], "memory_mib": 1000, "port": 8080}]
+    result = place([{"name": "a", "replicas": 1, "memory_mib": 1000}, {"name": "b", "replicas": 1, "memory_mib": 1000}],
+                   [ram_host("h1", 500, ram_margin_mib=0)], current)
+    assert where(result) == {("a", 0): ("h1", ())}
+    assert [entry["deployment"] for entry in result["unplaced"]] == ["b"]
+
+
 # ---------------------------------------------------------------- host states: frozen and cordoned
 RUNS_ON_H1 = [{"deployment": "a", "replica": 0, "host": "h1", "gpus": [], "memory_mib": 4000, "port": 8081}]
 
