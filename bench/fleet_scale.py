@@ -12,6 +12,8 @@ VariableManager.get_vars and its arguments templated from the playbook's own tex
 ``hostvars`` and of the group_vars is counted as in a real run):
 
   fleet_run        the action fleet_run, then fleet_metrics_targets validate_only
+  judge_args       per host: the arguments of the role's judge task (llama_server_host) templated (its instances
+                   are _llama_server_all_instances, which reads the play's llama_server_stop_instances)
   fleet_deploy     the action fleet_deployments (placement from the judges' readings, the ledger, the scope)
   host_facts       per host: the set_fact of placed_instances, the group_by and the status of the judge play
   gw_servers       per gateway, for each of the three gateway plays: the set_fact of gateway_servers over hostvars
@@ -33,8 +35,9 @@ HostReading, ``llama_server_report`` rows in report_entry's shape), then what th
 (report rows deployed or absent, ``llama_fleet_status``), all built here. The run is a fleet-wide preset change: the
 replicas of one deployment in ten restart (most hosts roll out), one host in fifty is cordoned (its replicas move,
 then are removed), one in a hundred is unreachable (its replicas are placed again); the ledger and the scrape targets
-file are those of the previous run. The per-host tasks of the rollout play itself (the llama_server role) are not
-counted. The action plugins run in-process (their _execute_module is never called: they send nothing to a host).
+file are those of the previous run. Not counted: the per-host tasks of the rollout play itself (the llama_server
+role) and the judge action's own input checks. The action plugins run in-process (their _execute_module is never
+called: they send nothing to a host).
 
 Each size runs in a child process (its peak RSS is that size's alone), --runs times; the table gives the median of
 each step, the total, the time per host and the peak memory, then how the time per host grows from the smallest size
@@ -46,6 +49,8 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
+import itertools
 import json
 import os
 import resource
@@ -111,8 +116,8 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.rea
 PLAYBOOK = os.path.join(ROOT, "playbooks", "deploy_llm.yml")
 LUA = os.path.join(ROOT, "roles", "llama_gateway", "files", "llamafleet.lua")
 HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
-STEPS = ("fleet_run", "fleet_deploy", "host_facts", "gw_servers", "gw_render", "haproxy_check", "fleet_rollout",
-         "removal_hosts", "removals", "fleet_summary", "fleet_ledger", "fleet_targets")
+STEPS = ("fleet_run", "judge_args", "fleet_deploy", "host_facts", "gw_servers", "gw_render", "haproxy_check",
+         "fleet_rollout", "removal_hosts", "removals", "fleet_summary", "fleet_ledger", "fleet_targets")
 DEPLOYMENTS = 50
 GATEWAYS = ("gw1", "gw2")
 CARDS = 8
@@ -120,6 +125,14 @@ CARD_MIB = 81559  # an H100's total as NVML gives it
 HOST_RAM_MIB = 1024 * 1024
 OLD_VERSION = "previous-preset"  # what a replica of a changed deployment still runs
 ENGINE_KEY, CLIENT_KEY = "engine-key-bench-000001", "client-key-bench-000001"
+
+
+def timed_run(argv: list[str], times: list[float]) -> tuple[int, str, str]:
+    """Run a command as the gateway module does, adding its wall time to times."""
+    start = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    times.append(time.perf_counter() - start)
+    return done.returncode, done.stdout, done.stderr
 
 
 # ------------------------------------------------------------------ the fleet as its inventory says it
@@ -328,6 +341,8 @@ class PlaybookRun:
         self.times = dict.fromkeys(STEPS, 0.0)
         self.all_hosts = list(fleet.hosts)
         self.reached = [name for name in fleet.hosts if name not in fleet.unreachable]
+        # The judge play loses the unreachable hosts: the strategy lists them in the play's removed hosts.
+        self.plays["Judge the fleet against its plans"]._removed_hosts = sorted(fleet.unreachable)
 
     @contextmanager
     def step(self, name: str) -> Iterator[None]:
@@ -341,9 +356,11 @@ class PlaybookRun:
         return next(task for task in tasks_of(self.plays[play].compile()) if task.name == name)
 
     def task_vars(self, play: str, task, host: str, play_hosts: list[str] | None = None) -> dict:
-        hosts = play_hosts if play_hosts is not None else self.reached
+        """The task's variables on the host, as the strategy gets them (the play's hosts: the fleet, else
+        ``play_hosts``; ansible_play_hosts leaves out the play's removed hosts)."""
+        hosts = play_hosts or self.all_hosts
         return self.variables.get_vars(play=self.plays[play], host=self.inventory.get_host(host), task=task,
-                                       _hosts=hosts, _hosts_all=play_hosts or self.all_hosts)
+                                       _hosts=hosts, _hosts_all=hosts)
 
     def template(self, variables: dict, value):
         return Templar(loader=self.loader, variables=variables).template(value)
@@ -379,6 +396,14 @@ class PlaybookRun:
                                                    first)
         assert not result["ansible_facts"]["llama_fleet_run"]["refusal"], result
         assert not checked.get("failed"), checked
+        # The judge's arguments, templated per host on the controller before its module runs there (the action's
+        # own input checks are not counted; what the judge returns is recorded below).
+        judges = self.task(play, "Judge this host against its plans (changes nothing)")
+        with self.step("judge_args"):
+            for host in self.all_hosts:
+                args = self.template(self.task_vars(play, judges, host), judges.args)
+        assert len(args["instances"]) == 1, args["instances"]  # the hand-placed main: nothing placed yet
+        assert len(args["deployments"]) == self.fleet.deployments
         # The hosts' side: each reachable host's judge (recorded), registered and reported as the role does.
         for host in self.reached:
             judged = judgement(self.fleet, host, placed[host], versions)
@@ -418,14 +443,8 @@ class PlaybookRun:
                     variables = self.task_vars(play, writes, host, list(GATEWAYS))
                     args = self.template(variables, writes.args)
                     json.dumps(args)  # the module's arguments, as they travel to the gateway host
-                    checked = []
-
-                    def haproxy_check(argv, checked=checked):
-                        start = time.perf_counter()
-                        done = subprocess.run(argv, capture_output=True, text=True, check=False)
-                        checked.append(time.perf_counter() - start)
-                        return done.returncode, done.stdout, done.stderr
-
+                    checked: list[float] = []
+                    haproxy_check = functools.partial(timed_run, times=checked)
                     written = gateway.write_config({**args["settings"], "api_keys": args["api_keys"]},
                                                    args["servers"], args["server_keys"], args["keep_hosts"],
                                                    args["notes"], haproxy=HAPROXY, run=haproxy_check,
@@ -552,28 +571,36 @@ def measure(size: int, instances: int, runs: int) -> dict:
             "times": median, "peak_mib": peak_kib / 1024}
 
 
+def per_host_growth(before: dict, after: dict, step: str) -> str:
+    """How the step's time per host grows from one size to another (x1.00: linear)."""
+    if before["times"][step] <= 0:
+        return "-"
+    ratio = (after["times"][step] / after["size"]) / (before["times"][step] / before["size"])
+    return f"x{ratio:.2f}"
+
+
 def print_table(results: list[dict], runs: int) -> None:
     first, last = results[0], results[-1]
     print(f"controller work of one deploy run, median of {runs} run(s), {first['instances']} placed replicas per "
           f"host ({', '.join(str(r['deployments']) + ' x ' + str(r['replicas']) for r in results)} deployments x "
-          "replicas); ms per step")
-    header = f"{'step':<14}" + "".join(f"{str(result['size']) + ' hosts':>13}" for result in results)
-    growth_title = f"µs/host x{last['size'] // first['size']}" if len(results) > 1 else ""
-    print(header + f"{'µs/host':>10}{growth_title:>16}")
+          "replicas); ms per step, then how the step's time per host grows")
+    pairs = list(itertools.pairwise(results))
+    if len(results) > 2:
+        pairs.append((first, last))
+    header = f"{'step':<14}" + "".join(f"{str(result['size']) + ' hosts':>12}" for result in results)
+    header += f"{'µs/host':>9}" + "".join(f"{str(before['size']) + '->' + str(after['size']):>11}"
+                                          for before, after in pairs)
+    print(header)
     for step in (*STEPS, "total"):
-        cells = "".join(f"{result['times'][step] * 1e3:>13.1f}" for result in results)
-        per_host = last["times"][step] / last["size"] * 1e6
-        growth = ""
-        if len(results) > 1 and first["times"][step] > 0:
-            growth = (f"x{(last['times'][step] / last['size']) / (first['times'][step] / first['size']):.2f} "
-                      f"({first['size']}->{last['size']})")
-        print(f"{step:<14}{cells}{per_host:>10.0f}{growth:>16}")
-    print(f"{'ms per host':<14}" + "".join(f"{r['times']['total'] / r['size'] * 1e3:>13.2f}" for r in results))
-    print(f"{'peak MiB':<14}" + "".join(f"{r['peak_mib']:>13.0f}" for r in results))
+        cells = "".join(f"{result['times'][step] * 1e3:>12.1f}" for result in results)
+        cells += f"{last['times'][step] / last['size'] * 1e6:>9.0f}"
+        cells += "".join(f"{per_host_growth(before, after, step):>11}" for before, after in pairs)
+        print(f"{step:<14}{cells}")
+    print(f"{'ms per host':<14}" + "".join(f"{r['times']['total'] / r['size'] * 1e3:>12.2f}" for r in results))
+    print(f"{'peak MiB':<14}" + "".join(f"{r['peak_mib']:>12.0f}" for r in results))
     if len(results) > 1:
-        ratio = (last["times"]["total"] / last["size"]) / (first["times"]["total"] / first["size"])
-        print(f"time per host grows x{ratio:.2f} from {first['size']} to {last['size']} hosts "
-              f"(x1.00 is linear; the target is at most x1.5); total at {last['size']} hosts: "
+        print(f"time per host grows {per_host_growth(first, last, 'total')} from {first['size']} to {last['size']} "
+              f"hosts (x1.00 is linear; the target is at most x1.5); total at {last['size']} hosts: "
               f"{last['times']['total']:.1f} s, peak {last['peak_mib']:.0f} MiB (targets: 60 s, 1024 MiB)")
 
 

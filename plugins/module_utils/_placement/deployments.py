@@ -345,8 +345,8 @@ def host_changes(result: Mapping, readings: Mapping[str, HostReading]) -> dict[s
             if placement["host"] != host:
                 continue
             cards = ",".join(placement["gpus"]) if placement["gpus"] else (NO_CARD if has_cards else "")
-            mine.append({"name": placement.get("instance") or replica_name(placement["deployment"],
-                                                                            placement["replica"]),
+            name = placement.get("instance") or replica_name(placement["deployment"], placement["replica"])
+            mine.append({"name": name,
                          "deployment": placement["deployment"], "replica": placement["replica"],
                          "port": placement["port"], "cuda_visible_devices": cards})
         runs = {replica.instance: replica for replica in reading.placed}

@@ -40,8 +40,8 @@ CASES = [
      [{"deployment": "a", "replica": 1}, {"deployment": "a", "replica": 2}],
      {("a", 0): ("h1", None), ("a", 1): ("h1", "h1"), ("a", 2): ("h2", None)}),
     ("spread: a copy avoids the hosts of the other replicas, not its own",
-     [{"name": "s", "replicas": 2, "memory_mib": 1000}], [ram_host("h1", 1500), ram_host("h2", 9000),
-                                                         ram_host("h3", 4000)],
+     [{"name": "s", "replicas": 2, "memory_mib": 1000}],
+     [ram_host("h1", 1500), ram_host("h2", 9000), ram_host("h3", 4000)],
      [running("s", 0, "h1"), running("s", 1, "h2")], [{"deployment": "s", "replica": 0}],
      {("s", 0): ("h3", "h1"), ("s", 1): ("h2", None)}),
     ("spread: its own host when it is the only one with room",
@@ -56,8 +56,8 @@ CASES = [
      [{"name": "a", "replicas": 1, "memory_mib": 1000}], [ram_host("h2", 5000)],
      [running("a", 0, "h1")], [{"deployment": "a", "replica": 0}], {("a", 0): ("h2", None)}),
     ("a cordoned host takes no copy, and a replica on it moves as before",
-     [{"name": "a", "replicas": 1, "memory_mib": 1000}], [ram_host("h1", 5000, state="cordoned"),
-                                                         ram_host("h2", 5000)],
+     [{"name": "a", "replicas": 1, "memory_mib": 1000}],
+     [ram_host("h1", 5000, state="cordoned"), ram_host("h2", 5000)],
      [running("a", 0, "h1")], [{"deployment": "a", "replica": 0}], {("a", 0): ("h2", None)}),
 ]
 
