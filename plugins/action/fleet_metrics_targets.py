@@ -32,7 +32,11 @@ def instance_presets(variables) -> dict:
 
 
 def fleet_hosts(hostvars, hosts) -> list[dict]:
-    return [{**role_vars.fleet_host(hostvars, name), "presets": instance_presets(hostvars[name])} for name in hosts]
+    found = []
+    for name in hosts:
+        variables = hostvars[name]  # once per host: each hostvars[name] gathers the host's variables again
+        found.append({**role_vars.fleet_host(hostvars, name, variables), "presets": instance_presets(variables)})
+    return found
 
 
 class ActionModule(ControllerAction):

@@ -19,10 +19,34 @@ def placed_instances(share, deployments) -> list[dict]:
     return _placed_instances(list(share or []), list(deployments or []))
 
 
+class _Reports(Mapping):
+    """The reports (``llama_server_report``) of the run's ``hosts``, each read from hostvars when first asked for:
+    a host removes a few replicas, and reading every host's variables for each would cost the fleet's size each
+    time."""
+
+    def __init__(self, hostvars, hosts):
+        self._hostvars = hostvars
+        self._hosts = set(hosts or [])
+        self._read: dict = {}
+
+    def __getitem__(self, host):
+        if host not in self._hosts:
+            raise KeyError(host)
+        if host not in self._read:
+            self._read[host] = list((self._hostvars.get(host) or {}).get("llama_server_report") or [])
+        return self._read[host]
+
+    def __iter__(self):
+        return iter(self._hosts)
+
+    def __len__(self):
+        return len(self._hosts)
+
+
 def replicas_to_remove(names, placement, hostvars, hosts) -> list[dict]:
     """Of ``names`` (a host's replicas to remove), those whose new host already runs them or that have none, as
     absent instances of the role."""
-    reports = {host: list((hostvars.get(host) or {}).get("llama_server_report") or []) for host in hosts or []}
+    reports = _Reports(hostvars, hosts)
     gone = removable(list(names or []), placement if isinstance(placement, Mapping) else {}, reports)
     return [{"name": name, "state": "absent"} for name in gone]
 

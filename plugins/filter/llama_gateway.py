@@ -27,10 +27,14 @@ def gateway_servers(hostvars, hosts, keep_hosts=(), cordoned_hosts=()) -> dict:
     host's report of this run (``llama_server_report``), address (``ansible_host``) and instances' keys. The hosts
     in ``keep_hosts`` are left to the module, which keeps their servers as the gateway has them; the hand-placed
     instances of the ``cordoned_hosts`` are not routed."""
-    hosts = [name for name in hosts or [] if name not in set(keep_hosts or [])]
+    kept = set(keep_hosts or [])
+    hosts = [name for name in hosts or [] if name not in kept]
     cordoned = set(cordoned_hosts or [])
-    fleet = [_in_rotation({**role_vars.fleet_host(hostvars, name), "keys": _keys(hostvars[name])}, hostvars[name],
-                          cordoned) for name in hosts]
+    fleet = []
+    for name in hosts:
+        variables = hostvars[name]  # once per host: each hostvars[name] gathers the host's variables again
+        fleet.append(_in_rotation({**role_vars.fleet_host(hostvars, name, variables), "keys": _keys(variables)},
+                                  variables, cordoned))
     if hosts and not keep_hosts and all(host["report"] is None for host in fleet):
         raise AnsibleFilterError("no host of the fleet was judged or deployed in this run, so nothing says what runs "
                                  "there: run the gateway from playbooks/deploy-llm.yml, after its judge")

@@ -164,6 +164,13 @@ def _not_in_run_rows(hosts: Iterable[str], inventory_hosts: Iterable[str]) -> li
     return rows
 
 
+def _last_rows(hostvars: Mapping, host: str) -> dict:
+    """The last row of each instance in the host's report (``llama_server_report``), by instance name."""
+    report = (hostvars.get(host) or {}).get("llama_server_report") or []
+    return {entry["instance"]: entry for entry in report
+            if isinstance(entry, Mapping) and isinstance(entry.get("instance"), str)}
+
+
 def deployment_lines(deployments: Iterable[Mapping], hostvars: Mapping, scope: Mapping | None = None) -> list[str]:
     """The placed deployments (fleet_deployments' rows): each replica's host, cards and port, with the state its
     host's report gives that instance (what runs, not what was placed), the replicas of unreachable hosts and where
@@ -174,13 +181,15 @@ def deployment_lines(deployments: Iterable[Mapping], hostvars: Mapping, scope: M
     short = {(entry.get("deployment"), entry.get("replica")) for entry in scope.get("short") or []}
     lines = ["", "## Deployments", "", "| deployment | replica | host | cards | port | MiB | state |",
              "|---|---|---|---|---|---|---|"]
+    reports: dict = {}  # per host, its report's last row of each instance: each host's variables are read once
     for row in deployments:
         for replica in row.get("replicas") or []:
-            name = f"{row['deployment']}-{replica['replica']}"
-            report = (hostvars.get(replica["host"]) or {}).get("llama_server_report") or []
-            found = [entry for entry in report if isinstance(entry, Mapping) and entry.get("instance") == name]
-            if found:
-                state = str(found[-1].get("state") or "?")
+            name = replica.get("instance") or f"{row['deployment']}-{replica['replica']}"
+            if replica["host"] not in reports:
+                reports[replica["host"]] = _last_rows(hostvars, replica["host"])
+            found = reports[replica["host"]].get(name)
+            if found is not None:
+                state = str(found.get("state") or "?")
             else:
                 state = "as recorded (host not in this run)" if replica["host"] in kept_as_recorded else "not deployed"
             cards = ", ".join(str(card) for card in replica.get("gpus") or []) or "RAM"

@@ -118,21 +118,25 @@ def present_instances(variables: Mapping) -> list[tuple[Mapping, dict, str]]:
     """A host's present instances as (instance, layered preset without secrets, key). One that cannot be layered is
     left out: the judge refuses it already, so it has no row."""
     found = []
+    layers = None  # the host's presets, read once (each read of a host's variable templates it again)
     for instance in host_instances(variables):
         if not isinstance(instance, Mapping) or instance.get("state", "present") != "present":
             continue
+        if layers is None:
+            layers = presets(variables)
         try:
-            preset, key = preset_and_key(instance, presets(variables))
+            preset, key = preset_and_key(instance, layers)
         except PresetLayerError:
             continue
         found.append((instance, preset, key))
     return found
 
 
-def fleet_host(hostvars: Mapping, name: str) -> dict:
+def fleet_host(hostvars: Mapping, name: str, variables: Mapping | None = None) -> dict:
     """A fleet host as the gateway and the scrape targets read it: its ``name``, ``address`` (``ansible_host``) and
-    ``report`` (its rows of this run's judge or rollout; None when it has none)."""
-    variables = hostvars[name]
+    ``report`` (its rows of this run's judge or rollout; None when it has none). ``variables``: the host's variables
+    when the caller has them already (``hostvars[name]``, which costs a lookup of every variable of the host)."""
+    variables = hostvars[name] if variables is None else variables
     report = variables.get(REPORT)
     return {"name": name, "address": variables.get("ansible_host") or name,
             "report": list(report) if report is not None else None}

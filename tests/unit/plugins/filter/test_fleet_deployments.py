@@ -24,3 +24,25 @@ def test_replicas_to_remove_wait_for_the_new_host():
         {"name": "tiny-1", "state": "absent"}, {"name": "tiny-5", "state": "absent"}]
     # The new host's report is not read (it left this run): the moving replica stays where it runs.
     assert remove(["tiny-1"], placement, hostvars, ["h3"]) == []
+
+
+class _CountingHostvars(dict):
+    """hostvars that count which hosts were read (each read of a host's variables costs Ansible a lookup)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.read = []
+
+    def get(self, key, default=None):
+        self.read.append(key)
+        return super().get(key, default)
+
+
+def test_replicas_to_remove_read_only_the_new_hosts_reports():
+    placement = {"placements": [{"deployment": "tiny", "replica": 1, "host": "h2"},
+                                {"deployment": "tiny", "replica": 2, "host": "h2"}]}
+    hostvars = _CountingHostvars({f"h{number}": {} for number in range(1, 50)})
+    hostvars["h2"] = {"llama_server_report": [{"instance": "tiny-1", "state": "deployed", "runs_plan": True}]}
+    remove = FILTERS["replicas_to_remove"]
+    assert remove(["tiny-1", "tiny-2"], placement, hostvars, list(hostvars)) == [{"name": "tiny-1", "state": "absent"}]
+    assert hostvars.read == ["h2"]

@@ -78,3 +78,43 @@ def test_deployed_instances(rows, back):
 def test_the_filters_are_registered():
     names = {"gateway_servers", "restarting_instances", "deployed_instances", "unfinished_hosts"}
     assert set(filters.FilterModule().filters()) == names
+
+
+class _CountingHostvars(dict):
+    """hostvars that count the reads of each host's variables (each costs Ansible a lookup of them all)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.read = []
+
+    def __getitem__(self, key):
+        self.read.append(key)
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self.read.append(key)
+        return super().get(key, default)
+
+
+class _CountingVars(dict):
+    """A host's variables that count the reads of each."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.read = []
+
+    def get(self, key, default=None):
+        self.read.append(key)
+        return super().get(key, default)
+
+
+def test_gateway_servers_read_each_host_and_its_presets_once():
+    instances = [{"name": name, "preset": "small"} for name in ("a", "b", "c")]
+    rows = [{**ROW, "instance": name} for name in ("a", "b", "c")]
+    variables = _CountingVars({**_host(rows, address="10.0.0.1"), "llama_server_instances": instances,
+                               "llama_server_presets": {"small": {"model": "a.gguf"}}})
+    hostvars = _CountingHostvars({"h1": variables})
+    found = filters.gateway_servers(hostvars, ["h1"])
+    assert [server["instance"] for server in found["servers"]] == ["a", "b", "c"]
+    assert hostvars.read == ["h1"]
+    assert variables.read.count("llama_server_presets") == 1
