@@ -13,7 +13,8 @@ VariableManager.get_vars and its arguments templated from the playbook's own tex
 
   fleet_run        the action fleet_run, then fleet_metrics_targets validate_only
   judge_args       per host: the arguments of the role's judge task (llama_server_host) templated (its instances
-                   are _llama_server_all_instances, which reads the play's llama_server_stop_instances)
+                   are _llama_server_all_instances, which reads the play's llama_server_stop_instances), and the
+                   host's llama_fleet_deployments templated by the action (place: each distinct string once)
   fleet_deploy     the action fleet_deployments (placement from the judges' readings, the ledger, the scope)
   host_facts       per host: the set_fact of placed_instances, the group_by and the status of the judge play
   gw_servers       per gateway, for each of the three gateway plays: the set_fact of gateway_servers over hostvars
@@ -112,6 +113,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.rea
     Need,
     PlacedReplica,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.templated import templated  # noqa: E402
 
 PLAYBOOK = os.path.join(ROOT, "playbooks", "deploy_llm.yml")
 LUA = os.path.join(ROOT, "roles", "llama_gateway", "files", "llamafleet.lua")
@@ -401,9 +403,14 @@ class PlaybookRun:
         judges = self.task(play, "Judge this host against its plans (changes nothing)")
         with self.step("judge_args"):
             for host in self.all_hosts:
-                args = self.template(self.task_vars(play, judges, host), judges.args)
+                variables = self.task_vars(play, judges, host)
+                args = self.template(variables, judges.args)
+                # With place, the action templates the host's llama_fleet_deployments itself, each string once.
+                deployments = templated(Templar(loader=self.loader, variables=variables),
+                                        variables["llama_fleet_deployments"]) if args["place"] else None
         assert len(args["instances"]) == 1, args["instances"]  # the hand-placed main: nothing placed yet
-        assert len(args["deployments"]) == self.fleet.deployments
+        assert len(deployments) == self.fleet.deployments
+        assert deployments[0]["settings"]["host"] == self.fleet.address(self.all_hosts[-1]), deployments[0]
         # The hosts' side: each reachable host's judge (recorded), registered and reported as the role does.
         for host in self.reached:
             judged = judgement(self.fleet, host, placed[host], versions)

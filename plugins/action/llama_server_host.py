@@ -52,6 +52,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.rollout_holder
 )
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.scrub import scrub
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.target import module_result, venv_python
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.templated import templated
 
 JUDGE_MODULE = "llamafleet.llamacpp.llama_server_judge"
 NO_RUNTIME = "the planning runtime is not installed yet"
@@ -75,6 +76,8 @@ ARGUMENT_SPEC = {
     "lock_lease_s": {"type": "int", "default": LOCK_LEASE_S},
     # The deploy playbook's placement (llama_fleet_deployments); None: the fleet places nothing.
     "deployments": {"type": "list", "elements": "raw", "default": None},
+    # Without deployments: take them from the host's llama_fleet_deployments (templated here, each string once).
+    "place": {"type": "bool", "default": False},
 }
 
 
@@ -98,6 +101,12 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         # A copy: Ansible fills a dict option's default in place, which would change the spec for the next task.
         _validation, args = self.validate_argument_spec(argument_spec=copy.deepcopy(ARGUMENT_SPEC))
+        if args["deployments"] is None and args["place"]:
+            deployments = self._fleet_deployments(task_vars)
+            if deployments is not None:
+                # Checked as the option given in the task would be.
+                self._task.args = {**self._task.args, "deployments": deployments}
+                _validation, args = self.validate_argument_spec(argument_spec=copy.deepcopy(ARGUMENT_SPEC))
         settings = args["settings"]
         errors = input_errors({**settings, **{k: args[k] for k in (
             "instances", "presets", "engine_bin", "engine_archive_url", "engine_archive_checksum", "models")}})
@@ -125,6 +134,13 @@ class ActionModule(ActionBase):
         found = self._judge(args, instances, keys, task_vars, placement)
         result.update(scrub(found, *keys.values()))
         return result
+
+    def _fleet_deployments(self, task_vars: dict) -> list | None:
+        """The host's llama_fleet_deployments, templated as a task's argument would be, but each distinct string of
+        them once: a fleet's list repeats its templates (``{{ ansible_host }}`` in each deployment's settings), and
+        Ansible compiles a template each time it meets one, on every host. None when the host has none."""
+        raw = task_vars.get(role_vars.DEPLOYMENTS)
+        return None if raw is None else templated(self._templar, raw)
 
     def _judge(self, args: dict, instances: list, keys: dict, task_vars: dict, placement: dict | None) -> dict:
         module_args = {

@@ -108,6 +108,13 @@ options:
         host's own interpreter, which reads the capacity (no estimate yet).
     type: list
     elements: raw
+  place:
+    description:
+      - Without O(deployments), take them from this host's C(llama_fleet_deployments) (as the deploy playbook does),
+        templated here with each distinct string of them templated once (the same value as templating the list
+        whole, for a fraction of the cost on a large fleet). Nothing to place when the host has none.
+    type: bool
+    default: false
 notes:
   - The API keys go to the target only as the judge's no_log option, to read the running engines' C(/props);
     every string of the result is scrubbed of them.

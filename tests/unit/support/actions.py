@@ -9,17 +9,18 @@ from unittest import mock
 
 def run_action(action_module, args: Mapping, answers: Callable | Mapping | list | None = None,
                task_vars: Mapping | None = None, *, check_mode: bool = False, commands: Callable | None = None,
-               pipelining: bool = True) -> tuple[dict, list]:
+               pipelining: bool = True, templar=None) -> tuple[dict, list]:
     """(the action's result, the (module, args, task_vars) it executed). ``answers``: a function of (module,
     args), a mapping by module name, or a list answered in order. ``commands``: the answer to a command the action
     runs itself (a function of the command and its stdin; default: it fails); each is recorded in ``calls`` as
-    ("command", command, stdin), each file sent as ("file", path, data)."""
+    ("command", command, stdin), each file sent as ("file", path, data). ``templar``: the action's (the host's
+    variables), for an action that templates them itself."""
     task = mock.MagicMock()
     task.args = dict(args)
     task.async_val = 0
     task.check_mode = check_mode
     task.diff = False
-    action = action_module.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None,
+    action = action_module.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=templar,
                                         shared_loader_obj=None)
     calls: list = []
 

@@ -7,6 +7,8 @@ import os
 import socket
 
 import pytest
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar
 
 from ansible_collections.llamafleet.llamacpp.plugins.action import llama_server_host as action_module
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.readings import (
@@ -16,6 +18,11 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.rea
 )
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import target_code
 from tests.unit.support import actions
+
+try:
+    from ansible.template import trust_as_template
+except ImportError:  # before ansible-core 2.19 every string is a template
+    trust_as_template = None
 
 KEY = "k-very-secret-2"
 ROW = {"instance": "main", "state": "deployed", "ctx": "4096", "error": f"nothing {KEY}"}
@@ -188,6 +195,33 @@ def test_deployments_reach_the_judge_layered_with_their_keys_apart():
     assert KEY not in json.dumps(args["placement"])
     assert result["placement"] == READINGS  # as the judge read it: the controller versions the deployments
     assert KEY not in json.dumps(result)
+
+
+def test_place_takes_the_hosts_deployments_templated_as_the_option_would_be():
+    host_vars = {"llama_fleet_deployments": [{**DEPLOYMENTS[0], "settings": {"host": "{{ ansible_host }}"},
+                                              "api_key": "{{ vault_key }}"}],
+                 "ansible_host": "10.0.0.9", "vault_key": KEY}
+    if trust_as_template is not None:  # ansible-core 2.19 and later: the inventory's strings are trusted templates
+        host_vars["llama_fleet_deployments"][0]["settings"]["host"] = trust_as_template("{{ ansible_host }}")
+        host_vars["llama_fleet_deployments"][0]["api_key"] = trust_as_template("{{ vault_key }}")
+    base = {"instances": [{"name": "main", "preset": "small", "api_key": KEY}], "engine_bin": "/e/llama-server",
+            "presets": {"small": {"model": "a.gguf", "ctx": 4096}}, "venv": "/opt/venv"}
+    by_place, calls = actions.run_action(action_module, {**base, "place": True},
+                                         lambda _name, _args: {**CURRENT, "placement": READINGS}, host_vars,
+                                         templar=Templar(loader=DataLoader(), variables=host_vars))
+    assert not by_place.get("failed"), by_place
+    [deployment] = next(call for call in calls if call[0] not in ("command", "file"))[1]["placement"]["deployments"]
+    assert deployment["preset"] == {"MODEL": "a.gguf", "CTX": 4096, "HOST": "10.0.0.9"}
+    given = {**DEPLOYMENTS[0], "settings": {"host": "10.0.0.9"}}
+    by_option, option_calls = actions.run_action(action_module, {**base, "deployments": [given]},
+                                                 lambda _name, _args: {**CURRENT, "placement": READINGS}, {})
+    assert [call[1] for call in calls if call[0] not in ("command", "file")] == [
+        call[1] for call in option_calls if call[0] not in ("command", "file")]
+    assert by_place == by_option
+    # A host without llama_fleet_deployments places nothing.
+    _result, calls = actions.run_action(action_module, {**base, "place": True}, lambda _name, _args: CURRENT, {},
+                                        templar=Templar(loader=DataLoader(), variables={}))
+    assert "placement" not in next(call for call in calls if call[0] not in ("command", "file"))[1]
 
 
 def test_without_deployments_the_judge_reads_nothing_for_a_placement():
