@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export LLAMAFLEET_CACHE ?= $(HOME)/.cache/llamafleet
 
-.PHONY: venv deploy-local demo test lint changelog unit sanity integration engine model bench clean \
+.PHONY: venv deploy-local demo test lint changelog unit sanity integration engine model bench bench-smoke clean \
 	collections fleet-up fleet-down molecule docker-engine engine-image matrix-oldest matrix-newest unit-matrix \
 	molecule-dev artifacts downloads engine-old tiny-model rootfs-bookworm rootfs-trixie gpu-prepare gpu-dry-run \
 	venvs venv-oldest venv-newest compose-share checks-oldest checks-newest molecule-oldest molecule-newest
@@ -184,6 +184,10 @@ bench: $(STAMP)
 	$(PY) bench/module_plan.py "$$(scripts/build_engine.sh current)" "$$(scripts/fetch_model.sh)" \
 	  --docker-json "$$(VENV=$(CURDIR)/$(VENV) scripts/compose_artifacts.sh $(CURDIR)/.cache/fleet-share)"
 
+## Each bench of bench/ once at its smallest size, the fleet benches on two hosts of their own (scripts/bench_smoke.sh).
+bench-smoke: $(STAMP) collections
+	VENV=$(CURDIR)/$(VENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" scripts/bench_smoke.sh
+
 ## Every test and linter, each target one step of scripts/steps.sh: a line when it starts and one when it ends
 ## (with pytest's, ansible-lint's results and each molecule scenario's time), its output in a log file under
 ## $(LLAMAFLEET_CACHE)/logs, the log's end and path printed when it fails. VERBOSE=1 streams everything.
@@ -198,6 +202,7 @@ test:
 	  'integration=pytest tests/integration, real engines and models' \
 	  'checks-oldest=ansible-core 2.16: unit tests, ansible-test sanity' \
 	  'checks-newest=ansible-core 2.21 on Python 3.12: unit tests, ansible-test sanity' \
+	  'bench-smoke=every bench once at its smallest size (it runs; its figures are not judged), own 2-host fleet' \
 	  '&' \
 	  'molecule-dev=molecule: every scenario but default, ansible-core 2.19' \
 	  'molecule-oldest=molecule default under ansible-core 2.16, bookworm hosts' \

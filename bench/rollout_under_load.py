@@ -1,20 +1,33 @@
 """A preset rollout under load, through the fleet's gateway, on the local fleet (scripts/fleet.sh).
 
-    bench/rollout_under_load.py [--hosts 2] [--clients 4] [--steady-s 20]
+    bench/rollout_under_load.py [--hosts 2] [--fleet default|tiny] [--surge 0[,100%]] [--clients 4] [--steady-s 20]
 
-Brings up N nspawn hosts (the gateway on the first one), deploys the embedded default (Gemma-3-270M, CTX 4096) with
-playbooks/deploy-llm.yml, then measures, in one run:
+Brings up N nspawn hosts (the gateway on the first one) and deploys with playbooks/deploy-llm.yml either
+
+- ``default``: the embedded default of `make deploy-local` (playbooks/vars/local-fleet.yml: Gemma-3-270M as "main"
+  on every host and one placed replica, "tiny" twice), CTX 4096 for gemma, 2048 for tiny; the load asks for
+  gemma-3-270m;
+- ``tiny``: deployments only, of the tiny model: "chat" with N - N/4 replicas and "code" with N/4 (at least 1 and
+  2), spread one per host; the load asks for "chat";
+
+then measures, in one run:
 
 - steady state: a constant load of clients on the gateway (short and streaming completions, bench/gateway_load.py)
   for --steady-s seconds: requests, failures, p50 and p99 latency;
-- the rollout of CTX 4096 -> 2048 (canary first, then the rest in batches that keep a replica in rotation) under the
-  same load: requests, failures (must be 0), p50 and p99 latency, and the rollout's duration; meanwhile a long
-  streaming completion started on the canary's engine just before its restart must finish complete;
+- a rollout of every preset's context halved, under the same load, with llama_fleet_max_surge = --surge (0: each
+  replica drained first, within llama_fleet_max_unavailable, 25 % by default): requests, failures (the goal: 0), p50
+  and p99 latency against the steady state's (the goal: at most 2x), the rollout's duration; meanwhile a long
+  streaming completion started just before the rollout must finish complete;
+- each model's replicas in rotation during the rollout, sampled from the gateway's exporter every 150 ms
+  (bench/gateway_rotation.py): the fewest seen, against N (the most in steady state) and the goal: N - the bound of
+  llama_fleet_max_unavailable, or N with surge where a host has room (hand-placed instances never surge);
 - the gateway's overhead: the same short completion through the gateway and straight to an engine, alternated,
   and the ratio of their medians;
 - bad requests through the gateway: each one's status, and whether any engine saw it (HAProxy's server counters).
 
-Needs root (systemd-nspawn), like `make deploy-local`; the hosts stay up (`make fleet-down`). Prints a table.
+Needs root (systemd-nspawn), like `make deploy-local`; the hosts stay up (`make fleet-down`). Prints tables. With
+two --surge values (``0,100%``) the rollout back to the first presets is measured too, with the second; with one,
+the fleet is deployed back unmeasured, with the same.
 """
 
 from __future__ import annotations
@@ -22,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import statistics
 import subprocess
@@ -31,15 +45,26 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT))
 import gateway_load  # noqa: E402
+import gateway_rotation  # noqa: E402
+
+import conftest  # noqa: E402 - makes ansible_collections.llamafleet.llamacpp importable
+
+conftest.collection_path()
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.rollout_bounds import (  # noqa: E402
+    read_bounds,
+)
 
 CACHE = Path(os.environ.get("LLAMAFLEET_CACHE", Path.home() / ".cache" / "llamafleet"))
 SHARE = Path(os.environ.get("LLAMAFLEET_FLEET_SHARE", CACHE / "fleet-share"))
-KEY_FILE = Path(os.environ.get("LLAMAFLEET_DEMO_KEY_FILE", CACHE / "fleet" / "demo-api-key"))
+STATE = Path(os.environ.get("LLAMAFLEET_FLEET_STATE", CACHE / "fleet"))  # scripts/fleet.sh's, shared with it
+KEY_FILE = Path(os.environ.get("LLAMAFLEET_DEMO_KEY_FILE", STATE / "demo-api-key"))
 VENV = Path(os.environ.get("VENV", ROOT / ".venv"))
 MODEL = "gemma-3-270m"
 
@@ -57,21 +82,62 @@ def fleet_hosts() -> list[dict]:
     return json.loads(sh(ROOT / "scripts" / "fleet.sh", "hosts"))["hosts"]
 
 
-def deploy(ctx: int, gateway_inventory: Path) -> float:
-    """playbooks/deploy-llm.yml with the embedded default at this context; its duration in seconds."""
-    extra = {"llama_server_presets": {"gemma": {"model": "{{ llama_fleet_artifacts.model }}", "ctx": ctx,
-                                                "threads": 1, "extra_args": f"--alias {MODEL}"}}}
+@dataclass
+class Fleet:
+    """What one bench run deploys: its presets at the first and the rolled-out context, its deployments (None: the
+    local fleet's own), and the model the load asks for."""
+
+    kind: str
+    hosts: int
+
+    @property
+    def model(self) -> str:
+        return MODEL if self.kind == "default" else "chat"
+
+    def presets(self, halved: bool) -> dict:
+        """Every preset the fleet uses (the override replaces the whole dict: a deployment's preset must stay)."""
+        def preset(model: str, ctx: int, alias: str) -> dict:
+            return {"model": "{{ llama_fleet_artifacts." + model + " }}", "ctx": ctx // 2 if halved else ctx,
+                    "threads": 1, "extra_args": f"--alias {alias}"}
+        if self.kind == "default":
+            return {"gemma": preset("model", 4096, MODEL), "tiny": preset("tiny_model", 2048, "tiny")}
+        return {"chat": preset("tiny_model", 2048, "chat"), "code": preset("tiny_model", 2048, "code")}
+
+    def hand_placed(self, backend: str) -> int:
+        """Replicas of a model that are hand-placed instances (they never surge): the default fleet's "main"."""
+        return self.hosts if self.kind == "default" and backend == f"model_{MODEL}" else 0
+
+    def extra_vars(self, halved: bool, surge: str) -> dict:
+        extra = {"llama_server_presets": self.presets(halved), "llama_fleet_max_surge": surge}
+        if self.kind == "tiny":
+            key = "{{ lookup('ansible.builtin.file', lookup('ansible.builtin.env', 'LLAMAFLEET_DEMO_KEY_FILE')) }}"
+            code = max(1, self.hosts // 4)
+            extra["llama_server_instances"] = []
+            extra["llama_fleet_deployments"] = [
+                {"name": name, "preset": name, "replicas": replicas, "settings": {"host": "{{ ansible_host }}"},
+                 "api_key": key}
+                for name, replicas in (("chat", max(2, self.hosts - code)), ("code", code))]
+        return extra
+
+
+def deploy(fleet: Fleet, halved: bool, surge: str, gateway_inventory: Path) -> tuple[float, str]:
+    """playbooks/deploy-llm.yml on the local fleet's variables and this run's; its duration in seconds, and its
+    output."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
-        json.dump(extra, handle)
+        json.dump(fleet.extra_vars(halved, surge), handle)
     started = time.monotonic()
-    sh(VENV / "bin" / "ansible-playbook", "-i", sh(ROOT / "scripts" / "fleet.sh", "inventory").strip(),
-       "-i", gateway_inventory, ROOT / "playbooks" / "deploy-llm.yml",
-       "-e", f"@{ROOT / 'playbooks' / 'vars' / 'local-fleet.yml'}", "-e", f"@{handle.name}",
-       "-e", f"llama_fleet_summary_path={CACHE / 'fleet' / 'bench-summary.md'}",
-       env={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".collections"),
-            "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default", "LLAMAFLEET_FLEET_SHARE": str(SHARE),
-            "LLAMAFLEET_DEMO_KEY_FILE": str(KEY_FILE), "PATH": f"{VENV / 'bin'}:{os.environ['PATH']}"})
-    return time.monotonic() - started
+    argv = [VENV / "bin" / "ansible-playbook", "-i", sh(ROOT / "scripts" / "fleet.sh", "inventory").strip(),
+            "-i", gateway_inventory, ROOT / "playbooks" / "deploy-llm.yml",
+            "-e", f"@{ROOT / 'playbooks' / 'vars' / 'local-fleet.yml'}", "-e", f"@{handle.name}",
+            "-e", f"llama_fleet_summary_path={STATE / 'bench-summary.md'}",
+            # The fleet's own placement ledger, beside its state (a ledger belongs to one fleet).
+            "-e", f"llama_fleet_ledger_path={STATE / 'fleet-ledger.json'}"]
+    output = sh(*argv, env={
+        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".collections"),
+        "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default", "LLAMAFLEET_FLEET_SHARE": str(SHARE),
+        "LLAMAFLEET_DEMO_KEY_FILE": str(KEY_FILE), "PATH": f"{VENV / 'bin'}:{os.environ['PATH']}"})
+    os.unlink(handle.name)
+    return time.monotonic() - started, output
 
 
 def latencies(records: list[dict], kind: str) -> tuple[float, float]:
@@ -85,9 +151,9 @@ def latencies(records: list[dict], kind: str) -> tuple[float, float]:
 class Load:
     """bench/gateway_load.py's clients in this process, until stopped."""
 
-    def __init__(self, url: str, clients: int):
+    def __init__(self, url: str, clients: int, model: str):
         self.stop_file = Path(tempfile.mkdtemp()) / "stop"
-        self.args = argparse.Namespace(url=url, key_file=str(KEY_FILE), model=MODEL, clients=clients,
+        self.args = argparse.Namespace(url=url, key_file=str(KEY_FILE), model=model, clients=clients,
                                        stop_file=str(self.stop_file), duration=0, timeout=600, out="")
         self.records: list[dict] = []
         self.thread = threading.Thread(target=lambda: self.records.extend(gateway_load.run(self.args)))
@@ -118,8 +184,8 @@ def post(url: str, body: bytes, headers: dict, timeout: float = 120) -> tuple[in
         return err.code, err.read()
 
 
-def long_stream(url: str, key: str, out: dict) -> None:
-    body = json.dumps({"model": MODEL, "prompt": "Write a long story about a lighthouse keeper.", "max_tokens": 1500,
+def long_stream(url: str, key: str, model: str, out: dict) -> None:
+    body = json.dumps({"model": model, "prompt": "Write a long story about a lighthouse keeper.", "max_tokens": 1500,
                        "stream": True, "ignore_eos": True}).encode()
     request = urllib.request.Request(url + "/v1/completions", data=body, headers={
         "Content-Type": "application/json", "Authorization": f"Bearer {key}"})
@@ -136,8 +202,8 @@ def long_stream(url: str, key: str, out: dict) -> None:
     out.update(events=events, complete=last == b"data: [DONE]", seconds=time.monotonic() - started)
 
 
-def overhead(gateway: str, direct: str, key: str, rounds: int = 30) -> tuple[float, float]:
-    body = json.dumps({"model": MODEL, "prompt": "The capital of France is", "n_predict": 4, "temperature": 0,
+def overhead(gateway: str, direct: str, key: str, model: str, rounds: int = 30) -> tuple[float, float]:
+    body = json.dumps({"model": model, "prompt": "The capital of France is", "n_predict": 4, "temperature": 0,
                        "cache_prompt": False}).encode()
     headers = {"Content-Type": "application/json", "Authorization": f"Bearer {key}"}
     through, straight = [], []
@@ -162,16 +228,16 @@ def served_requests(gateway_host: dict) -> int:
                .strip())
 
 
-def bad_requests(url: str, key: str, gateway_host: dict) -> list[str]:
+def bad_requests(url: str, key: str, model: str, gateway_host: dict) -> list[str]:
     chat = url + "/v1/chat/completions"
     good = {"Content-Type": "application/json", "Authorization": f"Bearer {key}"}
     cases = [
         ("unknown model", chat, json.dumps({"model": "gpt-9", "messages": []}).encode(), good),
-        ("no key", chat, json.dumps({"model": MODEL, "messages": []}).encode(), {"Content-Type": "application/json"}),
-        ("wrong key", chat, json.dumps({"model": MODEL, "messages": []}).encode(),
+        ("no key", chat, json.dumps({"model": model, "messages": []}).encode(), {"Content-Type": "application/json"}),
+        ("wrong key", chat, json.dumps({"model": model, "messages": []}).encode(),
          {**good, "Authorization": "Bearer wrong-key-0000"}),
-        ("body over the limit (2 MiB)", chat, json.dumps({"model": MODEL, "prompt": "x" * (2 << 20)}).encode(), good),
-        ("malformed JSON", chat, b'{"model": "' + MODEL.encode() + b'", "messages": [', good),
+        ("body over the limit (2 MiB)", chat, json.dumps({"model": model, "prompt": "x" * (2 << 20)}).encode(), good),
+        ("malformed JSON", chat, b'{"model": "' + model.encode() + b'", "messages": [', good),
     ]
     lines = []
     for name, target, body, headers in cases:
@@ -194,12 +260,74 @@ def bad_requests(url: str, key: str, gateway_host: dict) -> list[str]:
     return lines
 
 
+def rotation_rows(steady: dict, during: dict, fleet: Fleet, surge: str) -> list[str]:
+    """Per model: N (the most in rotation in steady state), the fewest during the rollout, and the goal."""
+    bounds = read_bounds(max_surge=surge, names=("llama_fleet_max_unavailable", "llama_fleet_max_surge"))
+    lines = []
+    for backend in sorted(during["backends"]):
+        replicas = steady["backends"].get(backend, {}).get("max", 0)
+        seen = during["backends"][backend]["min"]
+        # With surge, only the hand-placed replicas (drained first, within the bound) may be out of rotation.
+        out = min(bounds.unavailable(replicas), fleet.hand_placed(backend)) if bounds.surge(replicas) \
+            else bounds.unavailable(replicas)
+        goal = replicas - out
+        lines.append(f"| {backend} | {replicas} | {seen} | {goal} | {'met' if seen >= goal else 'MISSED'} |")
+    return lines
+
+
+def surge_notes(output: str) -> str:
+    """The placement's surge note in a run's output (how many replicas started a new copy first), or "none"."""
+    found = re.search(r"\d+ replica\(s\) start a new copy first", output)
+    return found.group(0) if found else "none"
+
+
+def rollout(fleet: Fleet, *, halved: bool, surge: str, gateway_inventory: Path, url: str, key: str, clients: int,
+            sampler: gateway_rotation.RotationSampler, steady: dict) -> None:
+    """One measured rollout under load (to the halved contexts or back), and its tables."""
+    stream: dict = {}
+    with Load(url, clients, fleet.model) as during:
+        streamer = threading.Thread(target=long_stream, args=(url, key, fleet.model, stream))
+        streamer.start()
+        time.sleep(1)
+        rollout_from = time.time()
+        seconds, output = deploy(fleet, halved, surge, gateway_inventory)
+        rollout_until = time.time()
+    streamer.join()
+    rotation = sampler.summary(rollout_from, rollout_until)
+    what = "every context halved" if halved else "every context back"
+    print(f"\n### rollout ({what}), llama_fleet_max_surge {surge}\n")
+    print("| phase | requests | failed | short p50 / p99 | stream p50 / p99 | |")
+    print("|---|---|---|---|---|---|")
+    print(row(f"steady ({steady['seconds']:.0f} s)", steady["records"]))
+    print(row(f"rollout: {what}", during.records, f"rollout {seconds:.1f} s"))
+    _short50, steady99 = latencies(steady["records"], "short")
+    _short50, rollout99 = latencies(during.records, "short")
+    if steady99:
+        print(f"\nshort p99 during the rollout / steady: {rollout99 / steady99:.2f}x (the goal: at most 2x)")
+    print(f"\nreplicas in rotation (the gateway's exporter, {rotation['samples']} samples during the rollout, "
+          f"longest gap {rotation['longest_gap_s']:.3f} s, {sampler.errors} failed fetches); the placement: "
+          f"{surge_notes(output)}\n")
+    print("| backend | N (steady) | fewest during the rollout | goal | |\n|---|---|---|---|---|")
+    print("\n".join(rotation_rows(steady["rotation"], rotation, fleet, surge)))
+    print(f"\nlong stream across the rollout: {stream.get('events', 0)} events, "
+          f"{'complete' if stream.get('complete') else 'NOT complete'} in {stream.get('seconds', 0):.1f} s"
+          f"{' ' + stream['error'] if stream.get('error') else ''}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--hosts", type=int, default=2)
+    parser.add_argument("--fleet", choices=("default", "tiny"), default="default")
+    parser.add_argument("--surge", default="0",
+                        help="llama_fleet_max_surge for the rollout (0, a number, N%%); two, comma-separated "
+                             "(0,100%%): the first for the rollout, the second for the measured rollout back")
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--steady-s", type=float, default=20)
+    parser.add_argument("--skip-extras", action="store_true",
+                        help="only the rollout (no gateway overhead, no bad requests): the CI smoke step")
     args = parser.parse_args()
+    fleet = Fleet(args.fleet, args.hosts)
+    surges = [part.strip() for part in args.surge.split(",") if part.strip()] or ["0"]
 
     env = {"LLAMAFLEET_FLEET_SHARE": str(SHARE)}
     sh(ROOT / "scripts" / "fleet_artifacts.sh", SHARE, env=env)
@@ -210,37 +338,34 @@ def main() -> None:
         KEY_FILE.chmod(0o600)
     key = KEY_FILE.read_text().strip()
     hosts = fleet_hosts()
-    gateway_inventory = CACHE / "fleet" / "gateway.ini"
+    gateway_inventory = STATE / "gateway.ini"
     gateway_inventory.write_text(f"[llama_fleet_gateway]\n{hosts[0]['name']}\n")
-    deploy(4096, gateway_inventory)
+    first, _output = deploy(fleet, False, surges[0], gateway_inventory)
     url = f"http://{hosts[0]['address']}:8000"
-    direct = f"http://{hosts[-1]['address']}:8080"
+    sampler = gateway_rotation.RotationSampler(f"http://{hosts[0]['address']}:8405/metrics", key).start()
 
-    with Load(url, args.clients) as steady:
+    steady_from = time.time()
+    with Load(url, args.clients, fleet.model) as load:
         time.sleep(args.steady_s)
-    stream: dict = {}
-    with Load(url, args.clients) as during:
-        streamer = threading.Thread(target=long_stream, args=(url, key, stream))
-        streamer.start()
-        time.sleep(1)
-        seconds = deploy(2048, gateway_inventory)
-    streamer.join()
-    through, straight = overhead(url, direct, key)
-
-    print(f"\n{args.hosts} hosts, {args.clients} clients; latency p50 / p99 in seconds (short: 8 tokens; "
-          "stream: 48 tokens)\n")
-    print("| phase | requests | failed | short p50 / p99 | stream p50 / p99 | |")
-    print("|---|---|---|---|---|---|")
-    print(row(f"steady ({args.steady_s:.0f} s)", steady.records))
-    print(row("rollout CTX 4096 -> 2048", during.records, f"rollout {seconds:.1f} s"))
-    print(f"\nlong stream across the rollout: {stream.get('events', 0)} events, "
-          f"{'complete' if stream.get('complete') else 'NOT complete'} in {stream.get('seconds', 0):.1f} s"
-          f"{' ' + stream['error'] if stream.get('error') else ''}")
-    print(f"gateway overhead: median {through * 1000:.1f} ms through the gateway, {straight * 1000:.1f} ms direct: "
-          f"ratio {through / straight:.3f}")
-    print("\n| bad request | status | error type | requests engines saw |\n|---|---|---|---|", flush=True)
-    print("\n".join(bad_requests(url, key, hosts[0])), flush=True)
-    deploy(4096, gateway_inventory)  # back to the default, for the next run
+    steady = {"records": load.records, "seconds": args.steady_s,
+              "rotation": sampler.summary(steady_from, time.time())}
+    print(f"\n{args.hosts} hosts, fleet {args.fleet}, {args.clients} clients asking for {fleet.model}; first deploy "
+          f"{first:.1f} s; latency p50 / p99 in seconds (short: 8 tokens; stream: 48 tokens)")
+    common = {"gateway_inventory": gateway_inventory, "url": url, "key": key, "clients": args.clients,
+              "sampler": sampler, "steady": steady}
+    rollout(fleet, halved=True, surge=surges[0], **common)
+    if len(surges) > 1:
+        rollout(fleet, halved=False, surge=surges[1], **common)
+    sampler.stop()
+    if not args.skip_extras:
+        direct = f"http://{hosts[-1]['address']}:8080"
+        through, straight = overhead(url, direct, key, fleet.model)
+        print(f"\ngateway overhead: median {through * 1000:.1f} ms through the gateway, {straight * 1000:.1f} ms "
+              f"direct: ratio {through / straight:.3f}")
+        print("\n| bad request | status | error type | requests engines saw |\n|---|---|---|---|", flush=True)
+        print("\n".join(bad_requests(url, key, fleet.model, hosts[0])), flush=True)
+    if len(surges) == 1:
+        deploy(fleet, False, surges[0], gateway_inventory)  # back to the first presets, for the next run
 
 
 if __name__ == "__main__":

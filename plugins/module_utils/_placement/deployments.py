@@ -422,7 +422,9 @@ def summary_rows(result: Mapping, lost: Sequence[Mapping] = ()) -> list[dict]:
 
     for placement in result.get("placements") or []:
         row = row_of(placement["deployment"])
-        row["replicas"].append({"replica": placement["replica"], "host": placement["host"],
+        # The instance it runs as: a start-first copy beside its running copy has the replica's second name.
+        instance = placement.get("instance") or replica_name(placement["deployment"], placement["replica"])
+        row["replicas"].append({"replica": placement["replica"], "host": placement["host"], "instance": instance,
                                 "gpus": list(placement["gpus"]), "port": placement["port"],
                                 "memory_mib": placement["memory_mib"]})
     for unplaced in result.get("unplaced") or []:

@@ -279,3 +279,13 @@ def test_the_deployments_read_each_hosts_report_once_and_its_last_row_of_an_inst
     assert "| tiny | 1 | h1 | RAM | 8081 | 78 | deployed |" in lines
     assert "| tiny | 2 | h1 | RAM | 8082 | 78 | absent |" in lines
     assert hostvars.read == ["h1"]
+
+
+def test_a_start_first_copy_is_read_under_its_instance_name():
+    # tiny-0 was renewed beside itself: the copy runs as tiny-0-b, the old tiny-0 was removed.
+    deployments = [{"deployment": "tiny", "replicas": [{"replica": 0, "host": "h1", "instance": "tiny-0-b",
+                                                        "gpus": [], "port": 8083, "memory_mib": 78}],
+                    "unplaced": [], "lost": []}]
+    hostvars = {"h1": {"llama_fleet_status": "ok",
+                       "llama_server_report": [entry("tiny-0", state="absent"), entry("tiny-0-b")]}}
+    assert "| tiny | 0 | h1 | RAM | 8083 | 78 | deployed |" in deployment_lines(deployments, hostvars, {})

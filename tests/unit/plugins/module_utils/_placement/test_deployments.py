@@ -255,12 +255,17 @@ def test_removable_waits_for_the_new_home(reports, frozen, expected):
 
 def test_summary_rows_per_deployment():
     rows = glue.summary_rows({"placements": [{"deployment": "t", "replica": 0, "host": "h1", "gpus": [], "port": 8080,
-                                              "memory_mib": 5}],
+                                              "memory_mib": 5},
+                                             {"deployment": "t", "replica": 1, "host": "h2", "gpus": [], "port": 8081,
+                                              "memory_mib": 5, "instance": "t-1-b"}],
                               "unplaced": [{"deployment": "big", "replica": 0, "why": "needs 9 MiB"}]})
     assert rows == [{"deployment": "big", "replicas": [], "unplaced": [{"replica": 0, "why": "needs 9 MiB"}],
                      "lost": []},
-                    {"deployment": "t", "replicas": [{"replica": 0, "host": "h1", "gpus": [], "port": 8080,
-                                                      "memory_mib": 5}], "unplaced": [], "lost": []}]
+                    {"deployment": "t", "replicas": [{"replica": 0, "host": "h1", "instance": "t-0", "gpus": [],
+                                                      "port": 8080, "memory_mib": 5},
+                                                     {"replica": 1, "host": "h2", "instance": "t-1-b", "gpus": [],
+                                                      "port": 8081, "memory_mib": 5}],
+                     "unplaced": [], "lost": []}]
 
 
 def test_a_replica_found_twice_stays_where_it_runs_its_plan_and_goes_elsewhere():
