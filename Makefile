@@ -7,7 +7,7 @@ export LLAMAFLEET_CACHE ?= $(HOME)/.cache/llamafleet
 
 .PHONY: venv deploy-local demo test lint changelog unit sanity integration engine model bench bench-smoke clean \
 	collections fleet-up fleet-down molecule docker-engine engine-image matrix-oldest matrix-newest unit-matrix \
-	molecule-dev artifacts downloads engine-old tiny-model rootfs-bookworm rootfs-trixie gpu-prepare gpu-dry-run \
+	molecule-dev molecule-side artifacts downloads engine-old tiny-model rootfs-bookworm rootfs-trixie gpu-prepare gpu-dry-run \
 	venvs venv-oldest venv-newest compose-share checks-oldest checks-newest molecule-oldest molecule-newest
 
 # The dev venv (ansible-core 2.19 on Python 3.11); the matrix targets below make others with their own
@@ -203,14 +203,23 @@ test:
 	  'checks-oldest=ansible-core 2.16: unit tests, ansible-test sanity' \
 	  'checks-newest=ansible-core 2.21 on Python 3.12: unit tests, ansible-test sanity' \
 	  'bench-smoke=every bench once at its smallest size (it runs; its figures are not judged), own 2-host fleet' \
+	  'molecule-side=molecule: $(MOLECULE_SIDE), ansible-core 2.19, on a second fleet of its own' \
 	  '&' \
-	  'molecule-dev=molecule: every scenario but default, ansible-core 2.19' \
+	  'molecule-dev=molecule: every other scenario but default, ansible-core 2.19' \
 	  'molecule-oldest=molecule default under ansible-core 2.16, bookworm hosts' \
 	  'molecule-newest=molecule default under ansible-core 2.21, trixie hosts (Python 3.13)'
 
-## The dev venv's molecule share of `make test`: the default scenario runs under both ends of the range instead.
+## The dev venv's molecule share of `make test`: the default scenario runs under both ends of the range instead,
+## and MOLECULE_SIDE in the checks' lane once its checks are done (molecule-side), on a second fleet (another name
+## prefix, network and state directory: scripts/fleet.sh), so that both lanes end near the same time.
+MOLECULE_SIDE = partial
 molecule-dev:
-	$(MAKE) --no-print-directory molecule MOLECULE_EXCLUDE=default
+	$(MAKE) --no-print-directory molecule MOLECULE_EXCLUDE="default $(MOLECULE_SIDE)"
+
+molecule-side:
+	LLAMAFLEET_FLEET_PREFIX=llf-side LLAMAFLEET_FLEET_NET=10.213.49 \
+	  LLAMAFLEET_FLEET_STATE=$(LLAMAFLEET_CACHE)/fleet-side \
+	  $(MAKE) --no-print-directory molecule SCENARIOS="$(MOLECULE_SIDE)"
 
 clean:
 	rm -rf $(VENV) .collections .pytest_cache .ruff_cache .cache
