@@ -32,6 +32,7 @@ extends_documentation_fragment:
   - llamafleet.llamacpp.attributes.action
   - llamafleet.llamacpp.attributes.controller
   - llamafleet.llamacpp.fleet_ledger
+  - llamafleet.llamacpp.rollout_bounds
 options:
   hosts:
     description: The run's hosts, in inventory order (the judge play's C(ansible_play_hosts_all)).
@@ -63,24 +64,6 @@ options:
       O(uncordon) is refused.
     type: bool
     default: false
-  max_unavailable:
-    description:
-      - How many of a model's replicas a rollout may take out of the gateways' rotation at once
-        (C(llama_fleet_max_unavailable)), checked here before anything changes - a whole number from 0 to 10000, or
-        a percentage of the model's serving replicas from C(0%) to C(100%), rounded down but at least 1. A model
-        with two or more replicas never has all of them out at once. Default C(25%).
-      - Words, negative numbers and percentages over 100 are refused, naming the variable.
-    type: raw
-  max_surge:
-    description:
-      - How many new copies of a model's placed replicas may start before their old copies go
-        (C(llama_fleet_max_surge)) - a whole number or a percentage, rounded up. Default 0. Both this and
-        O(max_unavailable) at 0 are refused - no rollout could make progress.
-    type: raw
-  deployments:
-    description: The fleet's deployments (C(llama_fleet_deployments)); a deployment's own C(max_unavailable) and
-      C(max_surge) override the fleet's for its replicas, and are checked the same way.
-    type: raw
 seealso:
   - module: llamafleet.llamacpp.fleet_rollout
 attributes:

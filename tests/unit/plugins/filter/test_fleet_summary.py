@@ -11,6 +11,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.fleet_summary 
     fleet_summary_markdown,
     fleet_summary_rows,
 )
+from tests.unit.support.counting import CountingDict
 
 
 def entry(instance="main", **overrides):
@@ -256,25 +257,9 @@ def test_a_replica_on_a_host_outside_the_run_is_as_recorded():
     assert "| tiny | 0 | h9 | RAM | 8081 | 78 | as recorded (host not in this run) |" in lines
 
 
-class _CountingHostvars(dict):
-    """hostvars that count the reads of each host's variables (each costs Ansible a lookup of them all)."""
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        self.read = []
-
-    def __getitem__(self, key):
-        self.read.append(key)
-        return super().__getitem__(key)
-
-    def get(self, key, default=None):
-        self.read.append(key)
-        return super().get(key, default)
-
-
 def test_the_deployments_read_each_hosts_report_once_and_its_last_row_of_an_instance_speaks():
     report = [entry("tiny-1", state="failed"), entry("tiny-1"), entry("tiny-2", state="absent")]
-    hostvars = _CountingHostvars({"h1": {"llama_fleet_status": "ok", "llama_server_report": report}})
+    hostvars = CountingDict({"h1": {"llama_fleet_status": "ok", "llama_server_report": report}})
     lines = deployment_lines(DEPLOYMENTS, hostvars, SCOPE)
     assert "| tiny | 1 | h1 | RAM | 8081 | 78 | deployed |" in lines
     assert "| tiny | 2 | h1 | RAM | 8082 | 78 | absent |" in lines

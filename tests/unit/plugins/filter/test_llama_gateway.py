@@ -5,6 +5,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.llamafleet.llamacpp.plugins.filter import llama_gateway as filters
+from tests.unit.support.counting import CountingDict
 
 ROW = {"instance": "main", "state": "deployed", "host": "0.0.0.0", "port": "8080", "slots": 2, "model_name": "tiny"}
 PRESETS = {"chat": {"MODEL": "m.gguf", "API_KEY": "preset-key-0001"}}
@@ -80,40 +81,12 @@ def test_the_filters_are_registered():
     assert set(filters.FilterModule().filters()) == names
 
 
-class _CountingHostvars(dict):
-    """hostvars that count the reads of each host's variables (each costs Ansible a lookup of them all)."""
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        self.read = []
-
-    def __getitem__(self, key):
-        self.read.append(key)
-        return super().__getitem__(key)
-
-    def get(self, key, default=None):
-        self.read.append(key)
-        return super().get(key, default)
-
-
-class _CountingVars(dict):
-    """A host's variables that count the reads of each."""
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        self.read = []
-
-    def get(self, key, default=None):
-        self.read.append(key)
-        return super().get(key, default)
-
-
 def test_gateway_servers_read_each_host_and_its_presets_once():
     instances = [{"name": name, "preset": "small"} for name in ("a", "b", "c")]
     rows = [{**ROW, "instance": name} for name in ("a", "b", "c")]
-    variables = _CountingVars({**_host(rows, address="10.0.0.1"), "llama_server_instances": instances,
+    variables = CountingDict({**_host(rows, address="10.0.0.1"), "llama_server_instances": instances,
                                "llama_server_presets": {"small": {"model": "a.gguf"}}})
-    hostvars = _CountingHostvars({"h1": variables})
+    hostvars = CountingDict({"h1": variables})
     found = filters.gateway_servers(hostvars, ["h1"])
     assert [server["instance"] for server in found["servers"]] == ["a", "b", "c"]
     assert hostvars.read == ["h1"]
