@@ -85,7 +85,7 @@ def test_gateway_servers_read_each_host_and_its_presets_once():
     instances = [{"name": name, "preset": "small"} for name in ("a", "b", "c")]
     rows = [{**ROW, "instance": name} for name in ("a", "b", "c")]
     variables = CountingDict({**_host(rows, address="10.0.0.1"), "llama_server_instances": instances,
-                               "llama_server_presets": {"small": {"model": "a.gguf"}}})
+                              "llama_server_presets": {"small": {"model": "a.gguf"}}})
     hostvars = CountingDict({"h1": variables})
     found = filters.gateway_servers(hostvars, ["h1"])
     assert [server["instance"] for server in found["servers"]] == ["a", "b", "c"]
