@@ -202,6 +202,21 @@ def long_stream(url: str, key: str, model: str, out: dict) -> None:
     out.update(events=events, complete=last == b"data: [DONE]", seconds=time.monotonic() - started)
 
 
+def direct_engine(fleet: Fleet, hosts: list[dict]) -> str:
+    """An engine of the model the load asks for, as it runs now: the default fleet's hand-placed main (port 8080 on
+    every host, never moved); for the tiny fleet, a replica of "chat" where the ledger places it now (a surge moves
+    replicas to other hosts and ports)."""
+    if fleet.kind == "default":
+        return f"http://{hosts[-1]['address']}:8080"
+    address = {host["name"]: host["address"] for host in hosts}
+    ledger = json.loads((STATE / "fleet-ledger.json").read_text())
+    for name, entry in sorted(ledger["hosts"].items()):
+        for replica in entry.get("placed") or []:
+            if replica.get("deployment") == fleet.model and name in address:
+                return f"http://{address[name]}:{replica['port']}"
+    raise SystemExit(f"no replica of {fleet.model} in the ledger {STATE / 'fleet-ledger.json'}")
+
+
 def overhead(gateway: str, direct: str, key: str, model: str, rounds: int = 30) -> tuple[float, float]:
     body = json.dumps({"model": model, "prompt": "The capital of France is", "n_predict": 4, "temperature": 0,
                        "cache_prompt": False}).encode()
@@ -358,8 +373,7 @@ def main() -> None:
         rollout(fleet, halved=False, surge=surges[1], **common)
     sampler.stop()
     if not args.skip_extras:
-        direct = f"http://{hosts[-1]['address']}:8080"
-        through, straight = overhead(url, direct, key, fleet.model)
+        through, straight = overhead(url, direct_engine(fleet, hosts), key, fleet.model)
         print(f"\ngateway overhead: median {through * 1000:.1f} ms through the gateway, {straight * 1000:.1f} ms "
               f"direct: ratio {through / straight:.3f}")
         print("\n| bad request | status | error type | requests engines saw |\n|---|---|---|---|", flush=True)
