@@ -8,7 +8,9 @@ writes, between the lines "# BEGIN generated settings" and "# END generated sett
 
   roles/<role>/defaults/main.yml          every setting's variable at its role default
   roles/<role>/meta/argument_specs.yml    every variable's type, default, choices and description
-  roles/<role>/vars/main.yml              _<role>_settings, the mapping the role hands to its modules
+  roles/<role>/vars/main.yml              _<role>_settings, the mapping the role hands to its modules (one Jinja
+                                          dict expression: Ansible compiles each template it meets, so a mapping of
+                                          one template per setting would cost a compile per setting on every host)
   plugins/doc_fragments/<fragment>.py     the suboptions of the modules' settings option
 
 The rest of those files is written by hand. With --check nothing is written: it exits 1 naming the files that
@@ -113,8 +115,8 @@ def _suboptions(table: Table) -> dict:
 
 
 def _vars_mapping(table: Table) -> dict:
-    return {f"_{table.role}_settings": {setting.name: f"{{{{ {setting.role_variable} }}}}"
-                                        for setting in table.settings if not setting.secret}}
+    pairs = [f"'{setting.name}': {setting.role_variable}" for setting in table.settings if not setting.secret]
+    return {f"_{table.role}_settings": "{{ {" + ", ".join(pairs) + "} }}"}
 
 
 def _reads_back(document: str, value) -> bool:
@@ -159,7 +161,22 @@ def _yaml_lines(mapping: dict, indent: int) -> list[str]:
             lines.append(f"{pad}{key}:")
             lines += _yaml_lines(value, indent + 2)
         else:
-            lines.append(f"{pad}{key}: {_scalar(value)}")
+            line = f"{pad}{key}: {_scalar(value)}"
+            lines += _folded(line, pad + "  ") if len(line) > WIDTH and isinstance(value, str) else [line]
+    return lines
+
+
+def _folded(line: str, pad: str) -> list[str]:
+    """A line ending in a long double-quoted string, broken after its commas: YAML folds each line break of a quoted
+    string back into the one space it replaced (the dict expression of _vars_mapping, one entry never split)."""
+    parts = line.split(", ")
+    lines = [parts[0]]
+    for part in parts[1:]:
+        if len(lines[-1]) + len(", " + part) + 1 > WIDTH:  # (+1: the comma that may end the line)
+            lines[-1] += ","
+            lines.append(pad + part)
+        else:
+            lines[-1] += ", " + part
     return lines
 
 

@@ -28,6 +28,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.run
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils.fleet_placement import PlacementError, place
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import fleet_ledger, role_vars
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.controller_action import ControllerAction
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.host_reads import read_once
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.placement_view import fleet_placement_table, plain
 
 ARGUMENT_SPEC = {
@@ -77,7 +78,8 @@ class ActionModule(ControllerAction):
 
     def act(self, args: dict, task_vars: dict) -> dict:
         result: dict = {}
-        hostvars = task_vars.get("hostvars") or {}
+        # Read in three passes (readings, host fields, the scope): each host's variables gathered once.
+        hostvars = read_once(task_vars.get("hostvars") or {})
         inventory = list(args["fleet"] if args["fleet"] is not None else args["hosts"])
         run_hosts = list(args["run_hosts"] if args["run_hosts"] is not None else args["hosts"])
         readings, host_fields = {}, {}

@@ -11,6 +11,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway impor
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import fleet_ledger, role_vars
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.controller_action import ControllerAction
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.fleet_run import RUN_FACT, run_facts
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.host_reads import read_once
 
 ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
@@ -44,7 +45,7 @@ class ActionModule(ControllerAction):
                            "(a host, or a list of hosts): -e llama_fleet_cordon=HOST takes a host out, "
                            "-e llama_fleet_uncordon=HOST brings it back")
         more, cordoned, stopping = fleet_ledger.settings_refusal(
-            task_vars.get("hostvars") or {}, args["inventory_hosts"], unreachable=args["unreachable"],
+            read_once(task_vars.get("hostvars") or {}), args["inventory_hosts"], unreachable=args["unreachable"],
             ledger_path=args["ledger_path"], fleet=args["fleet_name"], request=request)
         refusals = (refusal, more, _bounds_refusal(args))
         facts.update(refusal="; ".join(part for part in refusals if part), cordoned=cordoned, stopping=stopping,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.files import read_bytes, write_atomically
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.controller_action import ControllerAction
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.fleet_summary import fleet_summary_markdown
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.host_reads import read_once
 
 GATEWAY_URL = "llama_gateway_url"  # set by the llama_gateway role
 
@@ -38,7 +39,8 @@ class ActionModule(ControllerAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
 
     def act(self, args: dict, task_vars: dict) -> dict:
-        hostvars = task_vars.get("hostvars") or {}
+        # The rows and the deployments' lines read each host: its variables gathered once.
+        hostvars = read_once(task_vars.get("hostvars") or {})
         # A gateway host's URL is known once its role ran (llama_gateway_url); one that never got there has none.
         urls = [*args["gateways"],
                 *(url for name in args["gateway_hosts"] if (url := (hostvars.get(name) or {}).get(GATEWAY_URL)))]

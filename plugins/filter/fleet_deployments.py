@@ -45,7 +45,8 @@ class _Reports(Mapping):
 
 def replicas_to_remove(names, placement, hostvars, hosts) -> list[dict]:
     """Of ``names`` (a host's replicas to remove), those whose new host already runs them or that have none, as
-    absent instances of the role."""
+    absent instances of the role. ``placement``: the whole placement, or the host's share of it (its ``moved_to``
+    holds the new homes of its own replicas: nothing of the fleet's placement is read per host)."""
     reports = _Reports(hostvars, hosts)
     gone = removable(list(names or []), placement if isinstance(placement, Mapping) else {}, reports)
     return [{"name": name, "state": "absent"} for name in gone]

@@ -130,7 +130,9 @@ ledger:
 hosts:
   description:
     - Each host's share - C(instances) (the replicas it runs after the rollout - name, deployment, replica, port,
-      cuda_visible_devices), C(remove) (the placed replicas it runs now and no longer keeps) and C(changed).
+      cuda_visible_devices), C(remove) (the placed replicas it runs now and no longer keeps), C(moved_to) (of
+      those, each one that has a new copy - its C(host), C(instance), and whether that host is C(frozen), kept as it
+      is by this run - by name) and C(changed).
   returned: always
   type: dict
 """

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import rollout_batches, rollout_bounds
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import role_vars
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.host_reads import read_once
 
 RUN_FACT = "llama_fleet_run"
 ROLLOUT_FACT = "llama_fleet_rollout"
@@ -116,6 +117,7 @@ def rollout(hostvars: Mapping, hosts: Sequence[str], gateways: Sequence[str], se
     """The rollout of this run: its hosts with work (the judge's status), in inventory order (the first is the
     canary), batched by the operator's ``serial`` and, with gateways, by the models their routes hold (the first
     gateway that has routes speaks for all: they route the same fleet) and their bounds."""
+    hostvars = read_once(hostvars)  # the hosts with work, then what each restarts: one read per host
     work = [name for name in hosts if (hostvars.get(name) or {}).get(STATUS) == JUDGED]
     models = next((hostvars[name][GATEWAY_MODELS] for name in gateways
                    if (hostvars.get(name) or {}).get(GATEWAY_MODELS) is not None), [])
@@ -127,6 +129,7 @@ def unfinished(hostvars: Mapping, hosts: Sequence[str], inventory_hosts: Sequenc
     never ran, or they were lost on the way), and the fleet hosts of ``inventory_hosts`` that have no report in this
     run (outside --limit or this slice, or lost by the judge), so that a partial run never undoes what another run
     routed."""
+    hostvars = read_once(hostvars)  # a host of both lists is read once
     found = [name for name in hosts if (hostvars.get(name) or {}).get(STATUS) not in (DONE, FAILED)]
     taken = set(found)
     found += [name for name in inventory_hosts or () if name not in taken
@@ -139,6 +142,7 @@ REMOVALS = "_llama_fleet_removals"  # the placed replicas a host no longer keeps
 
 def removal_hosts(hostvars: Mapping, hosts: Sequence[str]) -> list[str]:
     """The run's hosts that remove placed replicas after the rollout (moved elsewhere, or gone), and did not fail."""
+    hostvars = read_once(hostvars)
     return [name for name in hosts if (hostvars.get(name) or {}).get(REMOVALS)
             and (hostvars.get(name) or {}).get(STATUS) != FAILED]
 

@@ -334,16 +334,18 @@ def cards_of(cuda_visible_devices: str) -> list[str]:
 def host_changes(result: Mapping, readings: Mapping[str, HostReading]) -> dict[str, dict]:
     """Each read host's share of the placement: ``instances`` (the replicas it runs after the rollout: name,
     deployment, replica, port, cuda_visible_devices), ``remove`` (the placed replicas it runs now and no longer
-    keeps: moved away, or their deployment or replica number is gone) and ``changed`` (either list differs from what
-    it runs)."""
+    keeps: moved away, or their deployment or replica number is gone), ``moved_to`` (of those, the ones with a new
+    copy: ``removal_homes``' entry, by name) and ``changed`` (either list differs from what it runs)."""
     shares: dict[str, dict] = {}
+    homes = removal_homes(result)
+    by_host: dict[str, list] = {}  # one pass over the placements, not one per host (a fleet's size squared)
+    for placement in result.get("placements") or []:
+        by_host.setdefault(placement["host"], []).append(placement)
     for host in sorted(readings):
         reading = readings[host]
         has_cards = bool(reading.capacity.gpus)
         mine = []
-        for placement in result.get("placements") or []:
-            if placement["host"] != host:
-                continue
+        for placement in by_host.get(host, ()):
             cards = ",".join(placement["gpus"]) if placement["gpus"] else (NO_CARD if has_cards else "")
             name = placement.get("instance") or replica_name(placement["deployment"], placement["replica"])
             mine.append({"name": name,
@@ -355,7 +357,9 @@ def host_changes(result: Mapping, readings: Mapping[str, HostReading]) -> dict[s
         same = all(entry["name"] in runs and runs[entry["name"]].port == entry["port"]
                    and runs[entry["name"]].cuda_visible_devices == entry["cuda_visible_devices"]
                    and runs[entry["name"]].current for entry in mine)
-        shares[host] = {"instances": mine, "remove": remove, "changed": bool(remove) or not same}
+        shares[host] = {"instances": mine, "remove": remove,
+                        "moved_to": {name: homes[name] for name in remove if name in homes},
+                        "changed": bool(remove) or not same}
     return shares
 
 
@@ -388,25 +392,35 @@ def placed_instances(share: Sequence[Mapping], deployments) -> list[dict]:
             for entry in share if entry.get("deployment") in by_name]
 
 
+def removal_homes(result: Mapping) -> dict[str, dict]:
+    """Where each placed replica runs once the rollout is done, by the name of the copy it replaces (a start-first
+    copy (surge) replaces the running copy it names; any other placement, the copy of its name): the new copy's
+    ``host`` and ``instance``, and whether that host is ``frozen`` (kept as it is by this run)."""
+    frozen = set(result.get("frozen") or [])
+    homes = {}
+    for placement in result.get("placements") or []:
+        instance = placement.get("instance") or replica_name(placement["deployment"], placement["replica"])
+        replaced = (placement.get("renews") or {}).get("instance") or instance
+        homes[replaced] = {"host": placement["host"], "instance": instance, "frozen": placement["host"] in frozen}
+    return homes
+
+
 def removable(names: Sequence[str], result: Mapping, reports: Mapping[str, Sequence[Mapping]]) -> list[str]:
     """Of a host's replicas to remove, those that may go now: one that moved goes once its new host's report says
     it is deployed and runs its plan (started before it is removed), or at once when its other copy is on a host
-    this run keeps as it is (``result["frozen"]``); one whose deployment or number is gone goes at once."""
-    new_home = {}
-    for placement in result.get("placements") or []:
-        instance = placement.get("instance") or replica_name(placement["deployment"], placement["replica"])
-        # A start-first copy (surge) replaces the running copy it names; any other placement, the copy of its name.
-        replaced = (placement.get("renews") or {}).get("instance") or instance
-        new_home[replaced] = (placement["host"], instance)
-    frozen = set(result.get("frozen") or [])
+    this run keeps as it is (``result["frozen"]``); one whose deployment or number is gone goes at once. ``result``:
+    the placement, or the host's share of it (``host_changes``: its ``moved_to`` names the new homes it needs)."""
+    homes = result["moved_to"] if "moved_to" in result else removal_homes(result)
     gone = []
     for name in names:
-        host, instance = new_home.get(name, (None, name))
-        rows = [row for row in reports.get(host) or [] if isinstance(row, Mapping)
-                and row.get("instance") == instance]
+        home = homes.get(name)
         # A copy kept on a frozen host runs there (the ledger says so), and this run cannot touch that host.
-        started = bool(rows) and rows[-1].get("state") == "deployed" and bool(rows[-1].get("runs_plan"))
-        if host is None or host in frozen or started:
+        if home is None or home["frozen"]:
+            gone.append(name)
+            continue
+        rows = [row for row in reports.get(home["host"]) or [] if isinstance(row, Mapping)
+                and row.get("instance") == home["instance"]]
+        if rows and rows[-1].get("state") == "deployed" and rows[-1].get("runs_plan"):
             gone.append(name)
     return gone
 

@@ -46,3 +46,14 @@ def test_replicas_to_remove_read_only_the_new_hosts_reports():
     remove = FILTERS["replicas_to_remove"]
     assert remove(["tiny-1", "tiny-2"], placement, hostvars, list(hostvars)) == [{"name": "tiny-1", "state": "absent"}]
     assert hostvars.read == ["h2"]
+
+
+def test_replicas_to_remove_from_the_hosts_share_read_no_placement():
+    share = {"remove": ["tiny-1", "tiny-5"], "moved_to": {"tiny-1": {"host": "h2", "instance": "tiny-1",
+                                                                      "frozen": False}}}
+    hostvars = _CountingHostvars({"h2": {"llama_server_report": [{"instance": "tiny-1", "state": "deployed",
+                                                                  "runs_plan": True}]}, "h3": {}})
+    remove = FILTERS["replicas_to_remove"]
+    assert remove(share["remove"], share, hostvars, ["h2", "h3"]) == [
+        {"name": "tiny-1", "state": "absent"}, {"name": "tiny-5", "state": "absent"}]
+    assert hostvars.read == ["h2"]

@@ -182,7 +182,7 @@ def test_a_new_fleet_gets_every_replica_and_each_host_its_share():
                                            "cuda_visible_devices": ""},
                                           {"name": "tiny-0", "deployment": "tiny", "replica": 0, "port": 8082,
                                            "cuda_visible_devices": ""}],
-                            "remove": [], "changed": True}
+                            "remove": [], "moved_to": {}, "changed": True}
     assert [entry["name"] for entry in shares["h2"]["instances"]] == ["tiny-1"]
     assert shares["h2"]["instances"][0]["port"] == 8080  # h2 has nothing on 8080
 
@@ -251,6 +251,26 @@ def test_placed_instances_carry_the_deployment_and_the_placement():
 def test_removable_waits_for_the_new_home(reports, frozen, expected):
     result = {"placements": [{"deployment": "tiny", "replica": 1, "host": "h2"}], "frozen": frozen}
     assert glue.removable(["gone-0", "tiny-1"], result, reports) == expected
+    # The host's share says the same with its own moves only (moved_to: what the removals play reads).
+    share = {"remove": ["gone-0", "tiny-1"], "moved_to": {
+        "tiny-1": {"host": "h2", "instance": "tiny-1", "frozen": frozen == ["h2"]}}}
+    assert glue.removable(share["remove"], share, reports) == expected
+
+
+@pytest.mark.parametrize(
+    ("placement", "expected"),
+    [
+        pytest.param({"deployment": "t", "replica": 1, "host": "h2"},
+                     {"t-1": {"host": "h2", "instance": "t-1", "frozen": False}}, id="first-name"),
+        pytest.param({"deployment": "t", "replica": 1, "host": "h9", "instance": "t-1-b"},
+                     {"t-1-b": {"host": "h9", "instance": "t-1-b", "frozen": True}}, id="frozen-host"),
+        pytest.param({"deployment": "t", "replica": 1, "host": "h1", "instance": "t-1-b",
+                      "renews": {"host": "h1", "instance": "t-1"}},
+                     {"t-1": {"host": "h1", "instance": "t-1-b", "frozen": False}}, id="start-first-copy"),
+    ],
+)
+def test_removal_homes_by_the_copy_replaced(placement, expected):
+    assert glue.removal_homes({"placements": [placement], "frozen": ["h9"]}) == expected
 
 
 def test_summary_rows_per_deployment():
@@ -278,7 +298,8 @@ def test_a_replica_found_twice_stays_where_it_runs_its_plan_and_goes_elsewhere()
     assert notes == ["b-0 runs on h1 and on h2: it stays on h1, the others are removed"]
     shares = glue.host_changes(place(wanted, hosts, current), readings)
     assert shares["h1"] == {**shares["h1"], "remove": [], "changed": False}
-    assert shares["h2"] == {"instances": [], "remove": ["b-0"], "changed": True}
+    assert shares["h2"] == {"instances": [], "remove": ["b-0"],
+                            "moved_to": {"b-0": {"host": "h1", "instance": "b-0", "frozen": False}}, "changed": True}
 
 
 # ------------------------------------------------------------------ a run that does not read the whole fleet
@@ -388,7 +409,9 @@ def test_a_cordoned_hosts_replicas_move_and_it_takes_nothing():
     result, _notes = _place(TWO, readings, scope)
     assert [(p["replica"], p["host"], p.get("moved_from")) for p in result["placements"]] == [
         (0, "h1", None), (1, "h3", "h2")]
-    assert glue.host_changes(result, readings)["h2"] == {"instances": [], "remove": ["b-1"], "changed": True}
+    assert glue.host_changes(result, readings)["h2"] == {
+        "instances": [], "remove": ["b-1"], "moved_to": {"b-1": {"host": "h3", "instance": "b-1", "frozen": False}},
+        "changed": True}
     # Uncordoned, nothing moves back: b-1 stays on h3.
     moved = replica("b-1", "b", 1, 8080, memory=500)
     after = {"h1": readings["h1"], "h2": reading(7000), "h3": reading(7000, [moved])}

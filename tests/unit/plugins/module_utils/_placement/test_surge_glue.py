@@ -79,7 +79,8 @@ def test_copies_on_their_own_host_take_the_other_name_and_the_running_copies_go_
     assert shares["h1"]["remove"] == ["a-0", "a-1-b"]
     assert shares["h1"]["changed"] is True
     assert shares["h2"] == {"instances": [{"name": "a-2", "deployment": "a", "replica": 2, "port": 8080,
-                                           "cuda_visible_devices": ""}], "remove": [], "changed": False}
+                                           "cuda_visible_devices": ""}], "remove": [], "moved_to": {},
+                            "changed": False}
     instances = glue.placed_instances(shares["h1"]["instances"], [{"name": "a", "preset": "tiny"}])
     assert [(item["name"], item["placement"]) for item in instances] == [
         ("a-0-b", {"deployment": "a", "replica": 0}), ("a-1", {"deployment": "a", "replica": 1})]
@@ -94,8 +95,9 @@ def test_copies_on_their_own_host_take_the_other_name_and_the_running_copies_go_
     ([], []),
 ])
 def test_the_running_copy_goes_once_its_copy_serves(rows, gone):
-    result, _readings = surge_run()
+    result, readings = surge_run()
     assert glue.removable(["a-0"], result, {"h1": rows}) == gone
+    assert glue.removable(["a-0"], glue.host_changes(result, readings)["h1"], {"h1": rows}) == gone
 
 
 def test_a_kept_replica_keeps_its_second_name():
