@@ -266,8 +266,12 @@ def placement_inputs(deployments, readings: Mapping[str, HostReading], host_fiel
         reading = readings[host]
         capacity = reading.capacity
         # A reading's card has place()'s fields of a card.
+        # Every placed replica's port stays taken in this run: a replica whose deployment is gone, or a second copy
+        # of one, runs until the removals after the rollout, and the judge leaves the replicas' ports out of its
+        # listeners (the placement keeps a kept replica's own).
+        ports = sorted(set(capacity.ports_used) | {int(replica.port) for replica in reading.placed if replica.port})
         hosts.append({**(host_fields.get(host) or {}), "name": host, "ram_free_mib": capacity.ram_free_mib,
-                      "gpus": [asdict(card) for card in capacity.gpus], "ports_used": list(capacity.ports_used),
+                      "gpus": [asdict(card) for card in capacity.gpus], "ports_used": ports,
                       "state": CORDONED if host in cordoned else OPEN})
         for replica in reading.placed:
             if replica.deployment in names:  # else its deployment is gone: host_changes removes it

@@ -150,7 +150,8 @@ def test_placement_inputs_from_the_readings():
                        "version": "v-tiny"}]
     assert [h["name"] for h in hosts] == ["h1", "h2"]
     assert hosts[0] == {"name": "h1", "labels": {"zone": "a"}, "ram_margin_mib": 512, "gpu_margin_mib": 1024,
-                        "ram_free_mib": 4000, "gpus": [], "ports_used": [22, 8080], "state": "open"}
+                        "ram_free_mib": 4000, "gpus": [], "ports_used": [22, 8080, 8081, 8082],  # its replicas'
+                        "state": "open"}
     assert hosts[1] == {"name": "h2", "ram_free_mib": 3000, "gpus": [], "ports_used": [],  # place()'s defaults
                         "state": "open"}
     # The replica of a deployment that is gone is not "current": host_changes removes it.
@@ -300,6 +301,20 @@ def test_a_replica_found_twice_stays_where_it_runs_its_plan_and_goes_elsewhere()
     assert shares["h1"] == {**shares["h1"], "remove": [], "changed": False}
     assert shares["h2"] == {"instances": [], "remove": ["b-0"],
                             "moved_to": {"b-0": {"host": "h1", "instance": "b-0", "frozen": False}}, "changed": True}
+
+
+def test_the_ports_of_replicas_that_go_after_the_rollout_are_not_given_again():
+    # On h1: "old-0" of a deployment no longer listed (port 8080) and a second copy of b-0 left by a surge cut short
+    # (b-0-b on 8081, b-0 on 8082 runs its plan). Both run until the removals that follow the rollout, and the judge
+    # leaves replicas' ports out of its listeners: the new deployment's replica must take neither port.
+    readings = {"h1": reading(9000, [replica("old-0", "old", 0, 8080), replica("b-0-b", "b", 0, 8081, current=False),
+                                     replica("b-0", "b", 0, 8082)], ports=(22,))}
+    deployments = [{"name": "b", "memory_mib": 500}, {"name": "c", "memory_mib": 500}]
+    wanted, hosts, current, errors, _notes = glue.placement_inputs(deployments, readings, {})
+    assert errors == []
+    assert hosts[0]["ports_used"] == [22, 8080, 8081, 8082]
+    result = place(wanted, hosts, current)
+    assert {(entry["deployment"], entry["port"]) for entry in result["placements"]} == {("b", 8082), ("c", 8083)}
 
 
 # ------------------------------------------------------------------ a run that does not read the whole fleet
