@@ -2,6 +2,7 @@
 now, as absent instances, read from the fleet's reports."""
 
 from ansible_collections.llamafleet.llamacpp.plugins.filter.fleet_deployments import FilterModule
+from tests.unit.support.counting import CountingDict
 
 FILTERS = FilterModule().filters()
 DEPLOYMENTS = [{"name": "tiny", "preset": "tiny", "replicas": 2, "labels": {"zone": "a"}}]
@@ -26,22 +27,10 @@ def test_replicas_to_remove_wait_for_the_new_host():
     assert remove(["tiny-1"], placement, hostvars, ["h3"]) == []
 
 
-class _CountingHostvars(dict):
-    """hostvars that count which hosts were read (each read of a host's variables costs Ansible a lookup)."""
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        self.read = []
-
-    def get(self, key, default=None):
-        self.read.append(key)
-        return super().get(key, default)
-
-
 def test_replicas_to_remove_read_only_the_new_hosts_reports():
     placement = {"placements": [{"deployment": "tiny", "replica": 1, "host": "h2"},
                                 {"deployment": "tiny", "replica": 2, "host": "h2"}]}
-    hostvars = _CountingHostvars({f"h{number}": {} for number in range(1, 50)})
+    hostvars = CountingDict({f"h{number}": {} for number in range(1, 50)})
     hostvars["h2"] = {"llama_server_report": [{"instance": "tiny-1", "state": "deployed", "runs_plan": True}]}
     remove = FILTERS["replicas_to_remove"]
     assert remove(["tiny-1", "tiny-2"], placement, hostvars, list(hostvars)) == [{"name": "tiny-1", "state": "absent"}]
@@ -49,10 +38,10 @@ def test_replicas_to_remove_read_only_the_new_hosts_reports():
 
 
 def test_replicas_to_remove_from_the_hosts_share_read_no_placement():
-    share = {"remove": ["tiny-1", "tiny-5"], "moved_to": {"tiny-1": {"host": "h2", "instance": "tiny-1",
-                                                                      "frozen": False}}}
-    hostvars = _CountingHostvars({"h2": {"llama_server_report": [{"instance": "tiny-1", "state": "deployed",
-                                                                  "runs_plan": True}]}, "h3": {}})
+    share = {"remove": ["tiny-1", "tiny-5"],
+             "moved_to": {"tiny-1": {"host": "h2", "instance": "tiny-1", "frozen": False}}}
+    started = {"instance": "tiny-1", "state": "deployed", "runs_plan": True}
+    hostvars = CountingDict({"h2": {"llama_server_report": [started]}, "h3": {}})
     remove = FILTERS["replicas_to_remove"]
     assert remove(share["remove"], share, hostvars, ["h2", "h3"]) == [
         {"name": "tiny-1", "state": "absent"}, {"name": "tiny-5", "state": "absent"}]
