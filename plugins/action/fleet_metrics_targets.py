@@ -12,7 +12,7 @@ from __future__ import annotations
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import scrape_targets
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner import preset_layers
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.files import read_bytes, write_atomically
-from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import role_vars
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import fleet_run, role_vars
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.controller_action import ControllerAction
 
 ARGUMENT_SPEC = {
@@ -35,7 +35,8 @@ def fleet_hosts(hostvars, hosts) -> list[dict]:
     found = []
     for name in hosts:
         variables = hostvars[name]  # once per host: each hostvars[name] gathers the host's variables again
-        found.append({**role_vars.fleet_host(hostvars, name, variables), "presets": instance_presets(variables)})
+        found.append({**role_vars.fleet_host(hostvars, name, variables), "presets": instance_presets(variables),
+                      "removing": list(variables.get(fleet_run.REMOVALS) or [])})
     return found
 
 

@@ -6,10 +6,10 @@ exporter.
 Pure. An engine is listed when this run's report says it runs its plan (``runs_plan``) and that plan serves
 ``/metrics`` (the plan's ``metrics`` decision); it is reached where a gateway reaches it (fleet_routes). What this
 run cannot say keeps what the file had: an instance that does not run its plan (rolled back, or previewed in check
-mode), an instance its host's report does not name (the running copy a start-first copy was to replace, when the
-rollout stopped before removing it) and a host with no report (outside ``--limit``, unreachable); a host that left
-the inventory loses its targets. Every group carries the label ``llamafleet`` (``engine`` or ``gateway``): a file
-whose groups lack it was not written here and is never overwritten.
+mode), a replica the run was to remove that no row names yet (the running copy a start-first copy was to replace,
+when the rollout stopped before the removals) and a host with no report (outside ``--limit``, unreachable); a host
+that left the inventory loses its targets. Every group carries the label ``llamafleet`` (``engine`` or
+``gateway``): a file whose groups lack it was not written here and is never overwritten.
 """
 
 from __future__ import annotations
@@ -93,15 +93,17 @@ def _order(group: Mapping) -> tuple:
 
 
 def _engine_groups(hosts: Iterable[Mapping]) -> tuple[list, list, set, set]:
-    """(groups, notes, (host, instance) pairs this run says something of, (host, instance) pairs that run what they
-    ran before)."""
-    groups, notes, named, unchanged = [], [], set(), set()
+    """(groups, notes, hosts this run reported on, (host, instance) pairs that run what they ran before: rolled
+    back, previewed, or a replica to remove whose removal did not come)."""
+    groups, notes, reported, unchanged = [], [], set(), set()
     for host in hosts:
         name, report = str(host["name"]), host.get("report")
         if report is None:
             continue
+        reported.add(name)
+        named = {str(row.get("instance")) for row in report}
+        unchanged.update((name, str(instance)) for instance in host.get("removing") or [] if str(instance) not in named)
         for row in report:
-            named.add((name, str(row.get("instance"))))
             if row.get("state") in ("absent", "stopped"):
                 continue  # nothing to scrape: removed, or stopped on purpose
             if not row.get("runs_plan"):
@@ -111,7 +113,7 @@ def _engine_groups(hosts: Iterable[Mapping]) -> tuple[list, list, set, set]:
                                       (host.get("presets") or {}).get(row.get("instance")) or {})
             notes += [why] if why else []
             groups += [group] if group is not None else []
-    return groups, notes, named, unchanged
+    return groups, notes, reported, unchanged
 
 
 def _gateway_groups(gateways: Iterable[Mapping]) -> tuple[list, list, set]:
@@ -133,32 +135,31 @@ def scrape_targets(hosts: Iterable[Mapping], gateways: Iterable[Mapping], previo
     """The groups of the targets file.
 
     ``hosts``: the fleet hosts of this run, each ``name``, ``address`` (where they are reached), ``report`` (this
-    run's rows; None when the host has none) and ``presets`` (by instance: ``preset``, its name, and ``version``).
+    run's rows; None when the host has none), ``presets`` (by instance: ``preset``, its name, and ``version``) and
+    ``removing`` (the placed replicas this run was to remove from it: its share's ``remove``).
     ``gateways``: each ``name`` and ``metrics_url`` (None when the gateway did not run in this run; "" without an
     exporter). ``previous``: the file's groups (read_previous).
 
     A row that runs its plan gives its group (or none, without metrics); a row that does not (failed and rolled
-    back, or previewed in check mode) still runs what it ran before, so it keeps its previous group; so does an
-    instance no row names (this run did not touch it: the old copy of a start-first renewal whose removal did not
-    come). A host or gateway with nothing new in this run keeps its previous groups while it is in ``inventory``
-    (every fleet and gateway host the inventory has); one that left the inventory loses them.
+    back, or previewed in check mode) still runs what it ran before, so it keeps its previous group; so does a
+    replica in ``removing`` that no row names (its removal did not come: the rollout stopped before it, or its new
+    copy does not serve yet). Any other instance of a reported host that no row names has no group: the report says
+    all that runs there. A host or gateway with nothing new in this run keeps its previous groups while it is in
+    ``inventory`` (every fleet and gateway host the inventory has); one that left the inventory loses them.
 
     Returns ``groups`` (sorted), ``notes`` (what was left out) and ``kept`` (the hosts with groups kept as they were).
     """
-    groups, notes, named, unchanged = _engine_groups(hosts)
+    groups, notes, reported, unchanged = _engine_groups(hosts)
     gateway_groups, gateway_notes, ran = _gateway_groups(gateways)
     groups, notes = groups + gateway_groups, notes + gateway_notes
+    fresh = {(ENGINE, name) for name in reported} | {(GATEWAY, name) for name in ran}
     known = set(inventory)
     kept = set()
     for group in previous or []:
         labels = group["labels"]
         owner = (labels[ROLE_LABEL], labels.get("host", ""))
-        instance = (owner[1], labels.get("instance", ""))
-        if owner[0] == ENGINE:
-            stays = (owner[1] in known and instance not in named) or instance in unchanged
-        else:
-            stays = owner[1] in known and owner[1] not in ran
-        if stays:
+        stays = owner not in fresh and owner[1] in known
+        if stays or (owner[0] == ENGINE and (owner[1], labels.get("instance", "")) in unchanged):
             groups.append({"targets": list(group["targets"]), "labels": dict(labels)})
             kept.add(owner[1])
     return {"groups": sorted(groups, key=_order), "notes": notes, "kept": sorted(kept)}

@@ -77,6 +77,18 @@ def test_a_host_outside_the_run_keeps_its_targets_and_one_out_of_the_inventory_l
     assert result["kept"] == ["gpu2"]
 
 
+def test_a_replica_the_host_was_to_remove_keeps_its_target_until_a_row_names_it(tmp_path):
+    # The host's share (_llama_fleet_removals) names the old copy "main-b"; the rollout stopped before removing it.
+    path = tmp_path / "targets.json"
+    old = {"targets": ["10.0.0.11:8081"], "labels": {"llamafleet": "engine", "host": "gpu1", "instance": "main-b"}}
+    stale = {"targets": ["10.0.0.11:8082"], "labels": {"llamafleet": "engine", "host": "gpu1", "instance": "gone"}}
+    path.write_text(json.dumps([old, stale]))
+    hostvars = {**HOSTVARS, "gpu1": {**HOSTVARS["gpu1"], "_llama_fleet_removals": ["main-b"]}}
+    result = actions.run_action(action_module, {"hosts": ["gpu1"], "path": str(path)},
+                                task_vars={"hostvars": hostvars})[0]
+    assert [group["labels"]["instance"] for group in result["targets"]] == ["main", "main-b"]
+
+
 def test_an_unwritable_path_fails_naming_it(tmp_path):
     result = run_action(hosts=["gpu1"], path=str(tmp_path / "no" / "dir" / "t.json"))
     assert result["failed"] is True

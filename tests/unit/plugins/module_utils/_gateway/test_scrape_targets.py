@@ -110,22 +110,26 @@ def test_an_instance_that_does_not_run_its_plan_keeps_its_previous_target():
     assert scrape_targets([_host("gpu1", "10.0.0.11", [rolled_back])], [])["groups"] == []
 
 
-def test_an_instance_the_report_does_not_name_keeps_its_target():
-    # A surge renewal cut short: the new copy "pool-1" runs its plan, the old copy "pool-1-b" was not removed (the
-    # rollout stopped before its removal), so no row names it; it still runs, and keeps its target.
+def test_a_replica_to_remove_that_no_row_names_keeps_its_target():
+    # A surge renewal cut short: the new copy "pool-1" runs its plan, the old copy "pool-1-b" was to be removed
+    # (the host's share) but the rollout stopped before the removals, so no row names it: it still runs.
     old = scrape_targets([_host("gpu1", "10.0.0.11", [ROW, {**ROW, "instance": "pool-1-b", "port": "8082"}])],
                          [])["groups"]
     copy = {**ROW, "instance": "pool-1", "port": "8083"}
-    found = scrape_targets([_host("gpu1", "10.0.0.11", [ROW, copy])], [], old, inventory=["gpu1"])
+    removing = {**_host("gpu1", "10.0.0.11", [ROW, copy]), "removing": ["pool-1-b"]}
+    found = scrape_targets([removing], [], old, inventory=["gpu1"])
     assert [(g["labels"]["instance"], g["targets"]) for g in found["groups"]] == [
         ("main", ["10.0.0.11:8080"]), ("pool-1", ["10.0.0.11:8083"]), ("pool-1-b", ["10.0.0.11:8082"])]
     assert found["kept"] == ["gpu1"]
-    # Once a row names it (removed), it goes; and a host that left the inventory keeps nothing.
+    # Once a row names it (removed), it goes.
     removed = {**ROW, "instance": "pool-1-b", "state": "absent", "runs_plan": False}
     assert [g["labels"]["instance"] for g in scrape_targets(
-        [_host("gpu1", "10.0.0.11", [ROW, copy, removed])], [], found["groups"], inventory=["gpu1"])["groups"]] == [
+        [{**removing, "report": [ROW, copy, removed]}], [], found["groups"], inventory=["gpu1"])["groups"]] == [
         "main", "pool-1"]
-    assert scrape_targets([_host("gpu1", "10.0.0.11", [ROW])], [], old, inventory=[])["groups"] == old[:1]
+    # Any other instance that no row names has no target: the report says what runs (a host made again, a file
+    # of another fleet).
+    assert scrape_targets([_host("gpu1", "10.0.0.11", [ROW, copy])], [], old, inventory=["gpu1"])["groups"] == [
+        found["groups"][0], found["groups"][1]]
 
 
 def test_a_stopped_instance_has_no_target_and_keeps_none():
