@@ -82,7 +82,7 @@ ARGUMENT_SPEC = {
 
 
 def not_current(*why: str) -> dict:
-    return {"changed": False, "current": False, "why": list(why), "report": [], "engine": "",
+    return {"changed": False, "current": False, "why": list(why), "report": [], "kept": [], "engine": "",
             "work": {"all": True, "instances": []}}
 
 
@@ -179,10 +179,11 @@ class ActionModule(ActionBase):
         if holder and not ours and not lapsed and holder_alive(holder, this_controller()):
             return {"failed": True, "msg": held_message(holder, args["lock_path"], args["lock_lease_s"]),
                     "holder": holder, "current": False, "why": ["another rollout holds this host"], "report": [],
-                    "engine": "", "work": {"all": True, "instances": []}}
+                    "kept": [], "engine": "", "work": {"all": True, "instances": []}}
         work = found.get("work") or {}
         judged = {"changed": False, "current": bool(found.get("current")), "why": list(found.get("why") or []),
-                  "report": list(found.get("report") or []), "engine": str(found.get("engine") or ""),
+                  "report": list(found.get("report") or []), "kept": list(found.get("kept") or []),
+                  "engine": str(found.get("engine") or ""),
                   "work": {"all": bool(work.get("all", not found.get("current"))),
                            "instances": list(work.get("instances") or [])}}
         if "placement" in found:

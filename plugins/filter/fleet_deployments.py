@@ -52,7 +52,14 @@ def replicas_to_remove(names, placement, hostvars, hosts) -> list[dict]:
     return [{"name": name, "state": "absent"} for name in gone]
 
 
+def removal_hosts(hostvars, hosts) -> list[str]:
+    """The run's hosts that remove placed replicas after the rollout and did not fail (none for a syntax check,
+    which has no hostvars)."""
+    return fleet_run.removal_hosts(hostvars, hosts) if isinstance(hostvars, Mapping) else []
+
+
 class FilterModule:
     def filters(self):
         return {"placed_instances": placed_instances, "replicas_to_remove": replicas_to_remove,
-                "gateways_before_removals": fleet_run.gateways_before_removals}
+                "gateways_before_removals": fleet_run.gateways_before_removals,
+                "gateways_after_rollout": fleet_run.gateways_after_rollout, "removal_hosts": removal_hosts}

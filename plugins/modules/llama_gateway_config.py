@@ -17,8 +17,12 @@ description:
     most its slot count of requests at once, and the others wait in the gateway's queue. Clients' keys are kept
     as their SHA-256 only; the engines' key of each model is set by the gateway on the requests it forwards.
   - Before a changed file is written, the servers' states (a drained one stays drained) are saved to the file
-    the next HAProxy process loads, so a reload keeps them. The reload itself is the caller's (the role reloads
-    the C(haproxy) service, which hands its listening sockets over without refusing a connection).
+    the next HAProxy process loads, so a reload keeps them (the module makes that file, empty, when it is missing).
+    The reload itself is the caller's (the role reloads the C(haproxy) service, which hands its listening sockets
+    over without refusing a connection).
+  - It also reads what the rest of the gateway's step needs, so that a gateway that is as it should be costs this
+    one module run - whether the C(haproxy) service runs and starts at boot (RV(running)), and which of the
+    O(verified) instances it has out of rotation (RV(out_of_rotation)).
 author:
   - llamafleet maintainers (@llamafleet)
 extends_documentation_fragment:
@@ -57,6 +61,20 @@ options:
     description: Lines to keep as comments at the top of the file (why instances were left out).
     type: list
     elements: str
+    default: []
+  lua:
+    description:
+      - The text of the gateway's Lua actions (the role's C(files/llamafleet.lua)), written to the C(lua_path) of
+        O(settings) (root, mode 0644) before the configuration is checked, when it differs from what is there.
+        HAProxy loads it at a start or reload only, so a new text sets RV(reload).
+      - Without it, the file is left as it is.
+    type: str
+  verified:
+    description:
+      - The instances the fleet's report says run their plans and are verified, each with C(host) and
+        C(instance); RV(out_of_rotation) says which of them this gateway does not send requests to now.
+    type: list
+    elements: dict
     default: []
   haproxy:
     description: The HAProxy binary that checks the file.
@@ -106,9 +124,22 @@ notes:
   type: list
   elements: str
 reload:
-  description: Whether HAProxy must load a new configuration (false when only the routes file changed).
+  description:
+    - Whether HAProxy must load a new configuration or new Lua actions (false when only the routes file changed).
   returned: always
   type: bool
+running:
+  description: Whether the C(haproxy) service is active and enabled.
+  returned: always
+  type: bool
+out_of_rotation:
+  description:
+    - The gateway's server names of the O(verified) instances it does not send requests to now (drained, in
+      maintenance or down by its checks). All of them when HAProxy does not run or reloads (RV(reload)), or when
+      its runtime API cannot be read; none that it does not route.
+  returned: always
+  type: list
+  elements: str
 kept:
   description: Where the configuration that was there before, not written by this module, was kept.
   returned: when a foreign configuration was replaced
@@ -120,6 +151,10 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.gateway import (  # noqa: E402
     ConfigRefused,
     write_config,
+)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.runtime_api import (  # noqa: E402
+    DRAIN_TIMEOUT,
+    server_names,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.settings import (  # noqa: E402
     module_settings_spec,
@@ -135,15 +170,21 @@ def main() -> None:
             "server_keys": {"type": "dict", "default": {}, "no_log": True},
             "keep_hosts": {"type": "list", "elements": "str", "default": []},
             "notes": {"type": "list", "elements": "str", "default": []},
+            "lua": {"type": "str"},
+            "verified": {"type": "list", "elements": "dict", "default": []},
             "haproxy": {"type": "path", "default": "/usr/sbin/haproxy"},
         },
         supports_check_mode=True,
     )
     params = module.params
+    verified, refused = server_names(params["verified"], DRAIN_TIMEOUT.default)
+    if refused:
+        module.fail_json(msg=f"verified: {refused}")
     try:
         result = write_config({**params["settings"], "api_keys": params["api_keys"]}, params["servers"],
                               params["server_keys"], params["keep_hosts"], params["notes"], haproxy=params["haproxy"],
-                              run=module.run_command, check_mode=module.check_mode, diff=module._diff)
+                              run=module.run_command, check_mode=module.check_mode, diff=module._diff,
+                              lua=params["lua"], verified=verified)
     except ConfigRefused as err:
         module.fail_json(msg=str(err), **err.result)
     module.exit_json(**result)

@@ -158,6 +158,14 @@ report:
   returned: always
   type: list
   elements: dict
+kept:
+  description:
+    - The report rows of the instances that run their plans, whether or not the host is RV(current) (none when
+      C(work.all)). The role steps only the instances of C(work.instances) after its own judge, and its report
+      starts with these rows.
+  returned: always
+  type: list
+  elements: dict
 engine:
   description: The engine binary as installed (the role uses it instead of reading the install marker again).
   returned: always

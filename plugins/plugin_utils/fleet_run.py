@@ -154,3 +154,13 @@ def gateways_before_removals(hostvars: Mapping, hosts: Sequence[str], gateways: 
     if not isinstance(hostvars, Mapping):
         return []
     return list(gateways) if removal_hosts(hostvars, hosts) else []
+
+
+def gateways_after_rollout(hostvars: Mapping, order: Sequence[str], hosts: Sequence[str],
+                           gateways: Sequence[str]) -> list[str]:
+    """The gateways to configure again after the rollout: all of them when the rollout had hosts (``order``) or a
+    host of the run removes replicas; none when the run changed nothing on any host, since the gateways were
+    configured from what runs before the rollout and it still runs (and none for a syntax check)."""
+    if not isinstance(hostvars, Mapping):
+        return []
+    return list(gateways) if list(order or ()) or removal_hosts(hostvars, hosts) else []

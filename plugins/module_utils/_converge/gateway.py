@@ -26,7 +26,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway impor
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.settings import gateway_settings
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.files import read_bytes, write_atomically
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.service import Runner
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.service import Runner, read_unit_state
 
 DRAIN_LOCK = "/run/llamafleet-gateway.lock"
 # When each server was drained (wall clock, on the gateway host): its return to rotation says how long it was out.
@@ -232,12 +232,58 @@ def _write_private(path: str, text: str) -> None:
     write_atomically(path, text.encode("utf-8"), 0o600, make_dirs=False)
 
 
+def write_lua(path: str, text: str, check_mode: bool) -> bool:
+    """The gateway's Lua actions (root, 0644), written when their text differs; whether it did (HAProxy loads them at
+    its start or reload only). Raises ConfigRefused when their directory is missing."""
+    if read_bytes(path) == text.encode("utf-8"):
+        return False
+    directory = os.path.dirname(path)
+    if not os.path.isdir(directory):
+        if check_mode:
+            return True  # a new gateway, before HAProxy is installed
+        raise ConfigRefused(f"{directory} does not exist: is HAProxy installed?", {"path": path})
+    if not check_mode:
+        write_atomically(path, text.encode("utf-8"), 0o644, make_dirs=False)
+    return True
+
+
+def ensure_state_file(path: str, check_mode: bool) -> bool:
+    """The (empty) file the servers' states are saved to before a reload: HAProxy's master loads it at each start,
+    so it must exist before the first one. Whether it was made."""
+    if os.path.exists(path) or not os.path.isdir(os.path.dirname(path)):
+        return False  # there, or HAProxy is not installed yet (check mode on a new gateway)
+    if not check_mode:
+        write_atomically(path, b"", 0o600, make_dirs=False)
+    return True
+
+
+def rotation_reading(settings, servers: Sequence[str], run: Runner, *, reload: bool) -> dict:
+    """Whether HAProxy runs and starts at boot (``running``), and which of ``servers`` (the verified instances' server
+    names) this gateway has out of rotation (``out_of_rotation``): all of them when HAProxy does not run or is about
+    to reload, or when its runtime API cannot be read; none that it does not route. The role starts HAProxy and puts
+    servers back only when this says so, so that a gateway that is as it should be costs one module run."""
+    unit = read_unit_state(run, "haproxy.service")
+    running = unit.active_state == "active" and unit.unit_file_state == "enabled"
+    names = list(servers)
+    if not running or reload or not names:
+        return {"running": running, "out_of_rotation": names}
+    try:
+        states = RuntimeSocket(settings.admin_socket).states()
+    except (GatewayError, OSError):
+        return {"running": running, "out_of_rotation": names}
+    out = [name for name in names if any(not target.serving for target in runtime_api.find(states, name))]
+    return {"running": running, "out_of_rotation": out}
+
+
 def write_config(raw_settings: Mapping, servers: Sequence[Mapping], server_keys: Mapping[str, str],
                  keep_hosts: Iterable[str], notes: Iterable[str], *, haproxy: str, run: Runner, check_mode: bool,
-                 diff: bool) -> dict:
+                 diff: bool, lua: str | None = None, verified: Sequence[str] = ()) -> dict:
     """The gateway's configuration and routes file (_gateway/config_file.py), each written when it changed: the
     configuration once ``haproxy -c`` accepts it, the servers' states saved for the reload and a foreign file copied
-    aside first. Returns the module's result; raises ConfigRefused when nothing may be written."""
+    aside first. With ``lua``, the Lua actions are written first (when they differ: HAProxy then reloads); the file
+    of the servers' states is made when missing; and the result says whether HAProxy runs and which ``verified``
+    servers are out of rotation (rotation_reading). Returns the module's result; raises ConfigRefused when nothing
+    may be written."""
     settings, errors = gateway_settings(raw_settings)
     path = settings.config_path
     routes_path = config_file.routes_path(path)
@@ -250,10 +296,12 @@ def write_config(raw_settings: Mapping, servers: Sequence[Mapping], server_keys:
     errors += file_errors
     if errors:
         raise ConfigRefused("the gateway cannot be configured: " + "; ".join(errors), {"errors": errors})
+    lua_changed = write_lua(settings.lua_path, lua, check_mode) if lua is not None else False
+    state_made = ensure_state_file(settings.state_file, check_mode)
     before = _read_text(path)
-    changed = files.config != before or files.routes_file != routes_before
+    changed = files.config != before or files.routes_file != routes_before or lua_changed or state_made
     result = {"changed": changed, "path": path, "notes": files.routes.notes,
-              "reload": changed and files.config != before,
+              "reload": files.config != before or lua_changed,
               "default_model": haproxy_config.default_model(settings, files.routes),
               "models": config_file.routed_models(files.routes)}
     if diff:
@@ -266,8 +314,9 @@ def write_config(raw_settings: Mapping, servers: Sequence[Mapping], server_keys:
         _check_and_prepare(settings, files.config, before, result, haproxy=haproxy, run=run, check_mode=check_mode)
     if changed and not check_mode:
         _write_private(routes_path, files.routes_file)
-        if result["reload"]:
+        if files.config != before:
             _write_private(path, files.config)
+    result.update(rotation_reading(settings, verified, run, reload=result["reload"]))
     return result
 
 

@@ -129,7 +129,7 @@ def judge(params: Mapping, run: Runner, docker_run: Runner) -> dict:
                 work.append(item["name"])
                 continue
             report.append(entry)
-    result = {"current": not why, "why": why, "report": report if not why else [], "engine": engine,
+    result = {"current": not why, "why": why, "report": report if not why else [], "kept": report, "engine": engine,
               "work": {"all": shared, "instances": work}, "lock_holder": host.read_lock(params["lock_path"])}
     if placing is not None:
         result["placement"] = readings(params, records, deployments, seen, engine="" if shared else engine,
@@ -194,8 +194,8 @@ def judge_or_why(params: Mapping, run: Runner, docker_run: Runner) -> dict:
     try:
         return judge(params, run, docker_run)
     except (OSError, KeyError, ValueError, TypeError) as err:
-        return {"current": False, "why": [f"the host could not be judged: {err}"], "report": [], "engine": "",
-                "work": {"all": True, "instances": []}, "lock_holder": {}}
+        return {"current": False, "why": [f"the host could not be judged: {err}"], "report": [], "kept": [],
+                "engine": "", "work": {"all": True, "instances": []}, "lock_holder": {}}
 
 
 def process_runner(environment: Mapping[str, str] | None = None) -> Runner:

@@ -46,3 +46,13 @@ def test_replicas_to_remove_from_the_hosts_share_read_no_placement():
     assert remove(share["remove"], share, hostvars, ["h2", "h3"]) == [
         {"name": "tiny-1", "state": "absent"}, {"name": "tiny-5", "state": "absent"}]
     assert hostvars.read == ["h2"]
+
+
+def test_the_removals_play_holds_the_hosts_that_remove_and_did_not_fail():
+    hostvars = {"a": {"_llama_fleet_removals": ["tiny-1"], "llama_fleet_status": "ok"},
+                "b": {"_llama_fleet_removals": [], "llama_fleet_status": "ok"},
+                "c": {"_llama_fleet_removals": ["tiny-2"], "llama_fleet_status": "failed"},
+                "d": {"llama_fleet_status": "ok"}}
+    assert FILTERS["removal_hosts"](hostvars, ["a", "b", "c", "d"]) == ["a"]
+    assert FILTERS["removal_hosts"](hostvars, ["b", "c", "d"]) == []
+    assert FILTERS["removal_hosts"]("syntax check: no hostvars", ["a"]) == []

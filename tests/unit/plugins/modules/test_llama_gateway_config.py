@@ -7,6 +7,8 @@ import os
 import pytest
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import gateway
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.runtime_api import ServerState
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._readings.unit_state import UnitState
 from ansible_collections.llamafleet.llamacpp.plugins.modules import llama_gateway_config
 from tests.unit.support.module_runner import run_module
 
@@ -165,3 +167,82 @@ def test_the_diff_masks_every_engine_key_either_file_holds(tmp_path, etc, capsys
         assert key not in json.dumps(rotated)
     assert "Bearer ********" in rotated["diff"]["before"]
     assert "Bearer ********" in rotated["diff"]["after"]
+
+
+LUA = "-- llamafleet's Lua actions (a stand-in)\ncore.register_action('x', {'http-req'}, function(txn) end)\n"
+
+
+def test_the_lua_actions_and_the_state_file_are_written_once_and_new_actions_reload(tmp_path, etc, capsys):
+    first = run_module(llama_gateway_config.main, _args(tmp_path, lua=LUA), capsys)
+    assert (first["changed"], first["reload"]) == (True, True)
+    assert (tmp_path / "llamafleet.lua").read_text() == LUA
+    assert oct((tmp_path / "llamafleet.lua").stat().st_mode & 0o777) == "0o644"
+    assert (tmp_path / "state").read_text() == ""
+    assert oct((tmp_path / "state").stat().st_mode & 0o777) == "0o600"
+    again = run_module(llama_gateway_config.main, _args(tmp_path, lua=LUA), capsys)
+    assert (again["changed"], again["reload"]) == (False, False)
+    # A new collection's actions: the configuration's text is the same, and HAProxy must still load them.
+    newer = run_module(llama_gateway_config.main, _args(tmp_path, lua=LUA + "-- more\n"), capsys)
+    assert (newer["changed"], newer["reload"]) == (True, True)
+    assert (tmp_path / "llamafleet.lua").read_text().endswith("-- more\n")
+    # Without lua, the file is left as it is.
+    left = run_module(llama_gateway_config.main, _args(tmp_path), capsys)
+    assert (left["changed"], left["reload"]) == (False, False)
+    assert (tmp_path / "llamafleet.lua").read_text().endswith("-- more\n")
+
+
+def test_check_mode_writes_no_lua_and_no_state_file(tmp_path, etc, capsys):
+    preview = run_module(llama_gateway_config.main, _args(tmp_path, lua=LUA), capsys, check_mode=True)
+    assert (preview["changed"], preview["reload"]) == (True, True)
+    assert not (tmp_path / "llamafleet.lua").exists()
+    assert not (tmp_path / "state").exists()
+
+
+UP_ENABLED = ("active", "enabled")
+BOTH = ["h1:main", "h2:main"]
+
+
+@pytest.mark.parametrize("case", [
+    # (ActiveState, UnitFileState); each server's status in HAProxy (None: it does not route it); then the
+    # expected (running, out_of_rotation)
+    pytest.param((UP_ENABLED, {"h1:main": "UP", "h2:main": "UP 2/3"}, (True, [])), id="all-serving"),
+    pytest.param((UP_ENABLED, {"h1:main": "DRAIN", "h2:main": "UP"}, (True, ["h1:main"])), id="one-drained"),
+    pytest.param((UP_ENABLED, {"h1:main": "MAINT", "h2:main": "DOWN"}, (True, BOTH)), id="maintenance-and-down"),
+    pytest.param((UP_ENABLED, {"h1:main": "UP", "h2:main": None}, (True, [])), id="not-routed"),
+    pytest.param((("active", "disabled"), {"h1:main": "UP", "h2:main": "UP"}, (False, BOTH)),
+                 id="does-not-start-at-boot"),
+    pytest.param((("inactive", "enabled"), {}, (False, BOTH)), id="stopped"),
+    pytest.param((UP_ENABLED, "unreadable", (True, BOTH)), id="socket-unreadable"),
+])
+def test_the_module_says_whether_haproxy_runs_and_what_is_out_of_rotation(tmp_path, etc, capsys, monkeypatch, case):
+    unit, statuses, expected = case
+    run_module(llama_gateway_config.main, _args(tmp_path, lua=LUA), capsys)  # written: no reload below
+    active, enabled = unit
+    monkeypatch.setattr(gateway, "read_unit_state",
+                        lambda run, name: UnitState(active_state=active, unit_file_state=enabled))
+
+    def states(api):
+        if statuses == "unreadable":
+            raise gateway.GatewayError("no answer")
+        return [ServerState(backend="model_alpha", server=name, status=status, in_flight=0, queued=0)
+                for name, status in statuses.items() if status is not None]
+
+    monkeypatch.setattr(gateway.RuntimeSocket, "states", states)
+    verified = [{"host": "h1", "instance": "main"}, {"host": "h2", "instance": "main"}]
+    result = run_module(llama_gateway_config.main, _args(tmp_path, lua=LUA, verified=verified), capsys)
+    assert result["reload"] is False
+    assert (result["running"], result["out_of_rotation"]) == expected
+
+
+def test_a_reload_puts_every_verified_instance_back(tmp_path, etc, capsys, monkeypatch):
+    monkeypatch.setattr(gateway, "read_unit_state",
+                        lambda run, name: UnitState(active_state="active", unit_file_state="enabled"))
+    result = run_module(llama_gateway_config.main, _args(tmp_path, verified=[{"host": "h1", "instance": "main"}]),
+                        capsys)
+    assert (result["reload"], result["running"], result["out_of_rotation"]) == (True, True, ["h1:main"])
+
+
+def test_a_verified_instance_without_its_host_is_refused(tmp_path, etc, capsys):
+    result = run_module(llama_gateway_config.main, _args(tmp_path, verified=[{"instance": "main"}]), capsys)
+    assert result["msg"] == "verified: instances[0]: give both host and instance"
+    assert list(etc.iterdir()) == []

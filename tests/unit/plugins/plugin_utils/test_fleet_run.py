@@ -216,6 +216,20 @@ def test_the_gateways_are_configured_before_removals_only_when_a_host_removes():
     assert fleet_run.gateways_before_removals(hostvars, ["b", "c"], ["gw1"]) == []
 
 
+@pytest.mark.parametrize(("order", "hosts", "expected"), [
+    ([], ["b", "c"], []),  # nothing rolled out, nothing removed: the gateways were configured from what runs
+    (["b"], ["b", "c"], ["gw1", "gw2"]),  # a host rolled out
+    ([], ["a", "b"], ["gw1", "gw2"]),  # a host removes replicas
+    ([], [], []),
+])
+def test_the_gateways_are_configured_after_the_rollout_only_when_a_host_changed(order, hosts, expected):
+    hostvars = {"a": {"_llama_fleet_removals": ["tiny-1"], "llama_fleet_status": "ok"},
+                "b": {"_llama_fleet_removals": [], "llama_fleet_status": "ok"},
+                "c": {"_llama_fleet_removals": ["tiny-2"], "llama_fleet_status": "failed"}}
+    assert fleet_run.gateways_after_rollout(hostvars, order, hosts, ["gw1", "gw2"]) == expected
+    assert fleet_run.gateways_after_rollout("no hostvars", order, hosts, ["gw1"]) == []
+
+
 def test_the_rollout_action_sets_its_fact_or_names_a_bad_serial():
     hostvars = {"a": judged("main"), "b": judged("main")}
     result = actions.run_action(rollout_action, {"hosts": ["a", "b"], "serial": [1, "100%"]},

@@ -44,7 +44,7 @@ def test_installed_then_run_as_the_judge(tmp_path):
     judged = _run(target_code.RUN, code, stdin=json.dumps(options))
     assert judged.returncode == 0, judged.stderr
     assert json.loads(judged.stdout) == {
-        "changed": False, "current": False, "report": [], "engine": "", "lock_holder": {},
+        "changed": False, "current": False, "report": [], "kept": [], "engine": "", "lock_holder": {},
         "work": {"all": True, "instances": []},
         "why": ["the service group llamafleet-no-such-group does not exist",
                 "the planning runtime is not the wanted one"]}

@@ -58,3 +58,27 @@ def test_the_host_judge_names_a_stopped_instance_that_runs_as_work(systemd, tmp_
     found = host_judge.judge(params, systemd.run, systemd.run)
     assert (found["current"], found["report"]) == (True, [{"instance": "main", "unit": "llama-server-main.service",
                                                            "state": "stopped", "changed": False, "restarted": False}])
+
+
+@pytest.mark.parametrize(("running", "expected"), [
+    # expected: (current, the report's instances, the kept rows' instances, work.instances)
+    pytest.param([], (True, ["a", "b"], ["a", "b"], []), id="both-current"),
+    pytest.param(["b"], (False, [], ["a"], ["b"]), id="one-runs"),
+    pytest.param(["a", "b"], (False, [], [], ["a", "b"]), id="both-run"),
+])
+def test_the_judge_keeps_the_rows_of_what_it_leaves(tmp_path, monkeypatch, running, expected):
+    # The role steps only the instances of work.instances after its own judge, its report starting with ``kept``.
+    monkeypatch.setattr(host_judge, "shared_problems", lambda params, run, docker_run: ("", [], []))
+
+    def judge_stopped(name, settings, run, docker_run, unit_dir):
+        if name in running:
+            return None, f"instance {name} is to be stopped but it runs"
+        return {"instance": name, "state": "stopped"}, ""
+
+    monkeypatch.setattr(instance, "judge_stopped", judge_stopped)
+    params = {"instances": [], "keys": {}, "absent": [], "stopped": ["a", "b"], "settings": settings_for(tmp_path),
+              "unit_dir": str(tmp_path / "units"), "lock_path": str(tmp_path / "lock"), "placement": None}
+    found = host_judge.judge(params, None, None)
+    assert (found["current"], [row["instance"] for row in found["report"]],
+            [row["instance"] for row in found["kept"]], found["work"]["instances"]) == expected
+    assert found["work"]["all"] is False
