@@ -24,9 +24,9 @@ VariableManager.get_vars and its arguments templated from the playbook's own tex
                    less its check; each gateway renders the same file on its own host, so it runs once per play
   haproxy_check    per gateway play: `haproxy -c -f FILE` on the rendered file (HAProxy 2.6 here, /usr/sbin/haproxy)
   fleet_rollout    the action fleet_rollout (order and batches from the gateway's models and the judgements)
-  removal_hosts    the hosts of the play between the rollout and the removals (filter gateways_before_removals)
-  removals         per host of the removals play: its when, and for the hosts that remove, the set_fact of
-                   replicas_to_remove over hostvars
+  removal_hosts    the hosts of the plays after the rollout whose hosts are filters over hostvars
+                   (gateways_before_removals, removal_hosts, gateways_after_rollout)
+  removals         per host of the removals play: its when, and the set_fact of replicas_to_remove over hostvars
   fleet_summary    the action fleet_summary (the Markdown table written to a file)
   fleet_ledger     the action fleet_ledger (the placement ledger read, merged and written)
   fleet_targets    the action fleet_metrics_targets (the scrape targets written)
@@ -96,6 +96,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge impo
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import (  # noqa: E402
     config_file,
     fleet_routes,
+    runtime_api,
     scrape_targets,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.deployments import (  # noqa: E402
@@ -438,7 +439,7 @@ class PlaybookRun:
         """The llama_gateway role on each gateway: the fleet's servers (controller), the configuration rendered and
         checked (the gateway host's module, once: every gateway renders the same file), the gateway's facts."""
         servers = self.task(play, "Keep the fleet's servers, their keys and the notes")
-        writes = self.task(play, "Write the gateway's configuration from the fleet's running instances")
+        writes = self.task(play, "Write the gateway's Lua actions and configuration from the fleet's running instances")
         records = self.task(play, "Record the gateway's URL")
         written = None
         for host in GATEWAYS:
@@ -452,10 +453,11 @@ class PlaybookRun:
                     json.dumps(args)  # the module's arguments, as they travel to the gateway host
                     checked: list[float] = []
                     haproxy_check = functools.partial(timed_run, times=checked)
+                    verified, _refused = runtime_api.server_names(args["verified"], runtime_api.DRAIN_TIMEOUT.default)
                     written = gateway.write_config({**args["settings"], "api_keys": args["api_keys"]},
                                                    args["servers"], args["server_keys"], args["keep_hosts"],
                                                    args["notes"], haproxy=HAPROXY, run=haproxy_check,
-                                                   check_mode=False, diff=False)
+                                                   check_mode=False, diff=False, lua=args["lua"], verified=verified)
                 # The check ran inside write_config: its time is the check's step, not the rendering's.
                 self.times["gw_render"] -= sum(checked)
                 self.times["haproxy_check"] += sum(checked)
@@ -489,18 +491,23 @@ class PlaybookRun:
                                        restarted=old is None or not old["runs_plan"], was_running=old is not None))
             self.variables.set_nonpersistent_facts(host, {"llama_server_report": rows, "llama_fleet_status": "ok"})
 
-    def removal_hosts(self) -> list[str]:
-        play = self.plays["Put the moved replicas in rotation before their old copies go"]
+    def play_hosts(self, name: str) -> list[str]:
+        """The hosts of a play whose ``hosts`` is a filter over hostvars, as the playbook templates it."""
+        play = self.plays[name]
         with self.step("removal_hosts"):
             variables = self.variables.get_vars(play=play, host=None, task=None, _hosts=[], _hosts_all=[])
             return self.template(variables, play.hosts)
+
+    def removal_hosts(self) -> list[str]:
+        return self.play_hosts("Put the moved replicas in rotation before their old copies go")
 
     def removals_play(self) -> None:
         play = "Remove the replicas the placement no longer keeps"
         adds = self.task(play, "Add the replicas this host removes now to its instances, absent")
         removing = []
+        hosts = self.play_hosts(play)
         with self.step("removals"):
-            for host in self.reached:
+            for host in hosts:
                 variables = self.task_vars(play, adds, host)
                 if not adds._resolve_conditional(adds.when, variables):
                     continue
@@ -552,7 +559,9 @@ def one_run(fleet: Fleet, inventory_path: str, playbook: Playbook, loader: DataL
     if gateways:
         run.gateway_play("Put the moved replicas in rotation before their old copies go")
     run.removals_play()
-    run.gateway_play("Configure the fleet's gateways from what runs after the rollout")
+    after = "Configure the fleet's gateways from what runs after the rollout"
+    assert list(run.play_hosts(after)) == list(GATEWAYS), "a run that rolls out configures its gateways again"
+    run.gateway_play(after)
     run.report_play()
     run.times["total"] = sum(run.times[step] for step in STEPS)
     return run.times
