@@ -22,11 +22,24 @@ def _in_rotation(host: dict, variables, cordoned: set) -> dict:
     return {**host, "report": [row for row in host["report"] if str(row.get("instance")) not in hand]}
 
 
-def gateway_servers(hostvars, hosts, keep_hosts=(), cordoned_hosts=()) -> dict:
+def gateway_servers(hostvars, hosts, keep_hosts=(), cordoned_hosts=(), errors="raise") -> dict:
     """The fleet's routes for llamafleet.llamacpp.llama_gateway_config (fleet_routes.fleet_servers), from each
     host's report of this run (``llama_server_report``), address (``ansible_host``) and instances' keys. The hosts
     in ``keep_hosts`` are left to the module, which keeps their servers as the gateway has them; the hand-placed
-    instances of the ``cordoned_hosts`` are not routed."""
+    instances of the ``cordoned_hosts`` are not routed. With ``errors`` "value", why the fleet cannot be routed is
+    returned as ``{"error": why}`` instead of raised: the role reads the fleet once for all the play's gateways
+    (run_once), and a failed run_once task would not say why on every gateway."""
+    if errors not in ("raise", "value"):
+        raise AnsibleFilterError(f"errors={errors!r}: give raise or value")
+    try:
+        return _gateway_servers(hostvars, hosts, keep_hosts, cordoned_hosts)
+    except AnsibleFilterError as err:
+        if errors == "raise":
+            raise
+        return {"error": str(err)}
+
+
+def _gateway_servers(hostvars, hosts, keep_hosts, cordoned_hosts) -> dict:
     kept = set(keep_hosts or [])
     hosts = [name for name in hosts or [] if name not in kept]
     cordoned = set(cordoned_hosts or [])

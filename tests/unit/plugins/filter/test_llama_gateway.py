@@ -91,3 +91,24 @@ def test_gateway_servers_read_each_host_and_its_presets_once():
     assert [server["instance"] for server in found["servers"]] == ["a", "b", "c"]
     assert hostvars.read == ["h1"]
     assert variables.read.count("llama_server_presets") == 1
+
+
+@pytest.mark.parametrize(("hostvars", "hosts", "said"), [
+    ({"h1": {}}, ["h1"], "no host of the fleet was judged"),
+    ({"h1": _host([{**ROW, "model_name": "a model with spaces"}], address="10.0.0.1")}, ["h1"],
+     "the gateway cannot route the fleet"),
+])
+def test_gateway_servers_says_why_as_a_value_when_asked(hostvars, hosts, said):
+    # The role reads the fleet once for the play's gateways (run_once), then fails each of them with this.
+    with pytest.raises(AnsibleFilterError, match=said):
+        filters.gateway_servers(hostvars, hosts)
+    found = filters.gateway_servers(hostvars, hosts, errors="value")
+    assert list(found) == ["error"]
+    assert said in found["error"]
+
+
+def test_gateway_servers_routes_alike_either_way_and_refuses_another_errors():
+    hostvars = {"h1": _host([ROW], address="10.0.0.1")}
+    assert filters.gateway_servers(hostvars, ["h1"], errors="value") == filters.gateway_servers(hostvars, ["h1"])
+    with pytest.raises(AnsibleFilterError, match="errors='ignore': give raise or value"):
+        filters.gateway_servers(hostvars, ["h1"], errors="ignore")
