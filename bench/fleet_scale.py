@@ -17,8 +17,8 @@ VariableManager.get_vars and its arguments templated from the playbook's own tex
                    host's llama_fleet_deployments templated by the action (place: each distinct string once)
   fleet_deploy     the action fleet_deployments (placement from the judges' readings, the ledger, the scope)
   host_facts       per host: the set_fact of placed_instances, the group_by and the status of the judge play
-  gw_servers       per gateway, for each of the three gateway plays: the set_fact of gateway_servers over hostvars
-                   (with the play's llama_gateway_keep_hosts: unfinished_hosts)
+  gw_servers       for each of the three gateway plays: the set_fact of gateway_servers over hostvars (with the
+                   play's llama_gateway_keep_hosts: unfinished_hosts), once for the play's gateways (run_once)
   gw_render        per gateway play: llama_gateway_config's arguments templated and JSON-encoded on the controller,
                    then the module's own function (_converge/gateway.py write_config: config_file + haproxy_config),
                    less its check; each gateway renders the same file on its own host, so it runs once per play
@@ -438,14 +438,17 @@ class PlaybookRun:
     def gateway_play(self, play: str) -> None:
         """The llama_gateway role on each gateway: the fleet's servers (controller), the configuration rendered and
         checked (the gateway host's module, once: every gateway renders the same file), the gateway's facts."""
-        servers = self.task(play, "Keep the fleet's servers, their keys and the notes")
+        servers = self.task(play, "Keep the fleet's servers, their keys and the notes, once for the play's gateways")
         writes = self.task(play, "Write the gateway's Lua actions and configuration from the fleet's running instances")
         records = self.task(play, "Record the gateway's URL")
         written = None
+        # The play's gateways route one fleet (llama_gateway_one_fleet): the first reads it, its facts go to all.
+        with self.step("gw_servers"):
+            fleet = self.template(self.task_vars(play, servers, GATEWAYS[0], list(GATEWAYS)), servers.args)
+            assert "error" not in fleet["_llama_gateway_fleet"], fleet["_llama_gateway_fleet"]
         for host in GATEWAYS:
             with self.step("gw_servers"):
-                self.variables.set_nonpersistent_facts(host, self.template(
-                    self.task_vars(play, servers, host, list(GATEWAYS)), servers.args))
+                self.variables.set_nonpersistent_facts(host, fleet)
             if written is None:
                 with self.step("gw_render"):
                     variables = self.task_vars(play, writes, host, list(GATEWAYS))
