@@ -232,10 +232,16 @@ def _write_private(path: str, text: str) -> None:
     write_atomically(path, text.encode("utf-8"), 0o600, make_dirs=False)
 
 
+def _kept_as(path: str, mode: int) -> bool:
+    """The file has exactly ``mode`` and, when this runs as root, belongs to root (write_atomically's owner)."""
+    stat = os.stat(path)
+    return stat.st_mode & 0o7777 == mode and (os.geteuid() != 0 or (stat.st_uid, stat.st_gid) == (0, 0))
+
+
 def write_lua(path: str, text: str, check_mode: bool) -> bool:
-    """The gateway's Lua actions (root, 0644), written when their text differs; whether it did (HAProxy loads them at
-    its start or reload only). Raises ConfigRefused when their directory is missing."""
-    if read_bytes(path) == text.encode("utf-8"):
+    """The gateway's Lua actions (root, 0644), written when their text, owner or mode differs; whether it did
+    (HAProxy loads them at its start or reload only). Raises ConfigRefused when their directory is missing."""
+    if read_bytes(path) == text.encode("utf-8") and _kept_as(path, 0o644):
         return False
     directory = os.path.dirname(path)
     if not os.path.isdir(directory):

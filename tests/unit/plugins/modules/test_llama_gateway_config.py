@@ -181,6 +181,11 @@ def test_the_lua_actions_and_the_state_file_are_written_once_and_new_actions_rel
     assert oct((tmp_path / "state").stat().st_mode & 0o777) == "0o600"
     again = run_module(llama_gateway_config.main, _args(tmp_path, lua=LUA), capsys)
     assert (again["changed"], again["reload"]) == (False, False)
+    # A mode changed by hand is set back, as the text would be (HAProxy reloads it).
+    (tmp_path / "llamafleet.lua").chmod(0o600)
+    restored = run_module(llama_gateway_config.main, _args(tmp_path, lua=LUA), capsys)
+    assert (restored["changed"], restored["reload"]) == (True, True)
+    assert oct((tmp_path / "llamafleet.lua").stat().st_mode & 0o777) == "0o644"
     # A new collection's actions: the configuration's text is the same, and HAProxy must still load them.
     newer = run_module(llama_gateway_config.main, _args(tmp_path, lua=LUA + "-- more\n"), capsys)
     assert (newer["changed"], newer["reload"]) == (True, True)
