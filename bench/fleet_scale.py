@@ -16,7 +16,7 @@ VariableManager.get_vars and its arguments templated from the playbook's own tex
                    are _llama_server_all_instances, which reads the play's llama_server_stop_instances), and the
                    host's llama_fleet_deployments templated by the action (place: each distinct string once)
   fleet_deploy     the action fleet_deployments (placement from the judges' readings, the ledger, the scope)
-  host_facts       per host: the set_fact of placed_instances, the group_by and the status of the judge play
+  host_facts       per host: the judge play's set_fact of its share (placed_instances, the lookup) and its status
   gw_servers       for each of the three gateway plays: the set_fact of gateway_servers over hostvars (with the
                    play's llama_gateway_keep_hosts: unfinished_hosts), once for the play's gateways (run_once)
   gw_render        per gateway play: llama_gateway_config's arguments templated and JSON-encoded on the controller,
@@ -395,6 +395,8 @@ class PlaybookRun:
         with self.step("fleet_run"):
             result, _variables = self.action_task(play, "Say which hosts this run holds", fleet_run, first)
             self.variables.set_host_facts("localhost", result["ansible_facts"])
+            # run_once: the strategy registers the result for every host of the play (the unreachable ones too).
+            self.register(self.all_hosts, "_llama_fleet_read", result)
             checked, _variables = self.action_task(play, "Check the scrape targets file", fleet_metrics_targets,
                                                    first)
         assert not result["ansible_facts"]["llama_fleet_run"]["refusal"], result
@@ -422,18 +424,11 @@ class PlaybookRun:
             placement, _variables = self.action_task(play, "Place the fleet's deployments", fleet_deployments, first)
             self.register(self.reached, "_llama_fleet_placed", placement)
         assert not placement.get("refused"), placement.get("msg")
-        shares = self.task(play, "Give this host its replicas")
-        sends = self.task(play, "Send the host to the rollout, or mark it done")
-        records = self.task(play, "Record the judgement")
+        shares = self.task(play, "Give this host its replicas, and record the judgement")
         with self.step("host_facts"):
             for host in self.reached:
                 self.variables.set_nonpersistent_facts(host, self.template(self.task_vars(play, shares, host),
                                                                            shares.args))
-                key = self.template(self.task_vars(play, sends, host), sends.args)["key"]
-                self.inventory.add_dynamic_group(self.inventory.get_host(host),
-                                                 {"add_group": key, "parent_groups": ["all"]})
-                self.variables.set_nonpersistent_facts(host, self.template(self.task_vars(play, records, host),
-                                                                           records.args))
 
     def gateway_play(self, play: str) -> None:
         """The llama_gateway role on each gateway: the fleet's servers (controller), the configuration rendered and
@@ -475,6 +470,7 @@ class PlaybookRun:
             result, _variables = self.action_task(play, "Order the rollout's hosts in batches", fleet_rollout,
                                                   self.all_hosts[0])
             self.variables.set_host_facts("localhost", result["ansible_facts"])
+            self.register(self.reached, "_llama_fleet_ordered", result)
         planned = result["ansible_facts"]["llama_fleet_rollout"]
         assert not planned["refusal"], planned["refusal"]
         return planned["order"]

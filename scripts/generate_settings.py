@@ -8,9 +8,6 @@ writes, between the lines "# BEGIN generated settings" and "# END generated sett
 
   roles/<role>/defaults/main.yml          every setting's variable at its role default
   roles/<role>/meta/argument_specs.yml    every variable's type, default, choices and description
-  roles/<role>/vars/main.yml              _<role>_settings, the mapping the role hands to its modules (one Jinja
-                                          dict expression: Ansible compiles each template it meets, so a mapping of
-                                          one template per setting would cost a compile per setting on every host)
   plugins/doc_fragments/<fragment>.py     the suboptions of the modules' settings option
 
 The rest of those files is written by hand. With --check nothing is written: it exits 1 naming the files that
@@ -114,11 +111,6 @@ def _suboptions(table: Table) -> dict:
     return options
 
 
-def _vars_mapping(table: Table) -> dict:
-    pairs = [f"'{setting.name}': {setting.role_variable}" for setting in table.settings if not setting.secret]
-    return {f"_{table.role}_settings": "{{ {" + ", ".join(pairs) + "} }}"}
-
-
 def _reads_back(document: str, value) -> bool:
     try:
         return yaml.safe_load(document) == value
@@ -211,7 +203,6 @@ def rendered() -> dict[Path, str]:
         for path, mapping in (
             (role / "defaults" / "main.yml", _defaults(table)),
             (role / "meta" / "argument_specs.yml", _argument_specs(table)),
-            (role / "vars" / "main.yml", _vars_mapping(table)),
             (ROOT / "plugins" / "doc_fragments" / f"{table.fragment}.py", _suboptions(table)),
         ):
             texts[path] = _with_region(path.read_text(), path, table, mapping)

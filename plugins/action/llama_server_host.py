@@ -36,6 +36,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths 
     UNIT_DIR,
     engine_marker,
     runtime_marker,
+    service_account,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import settings_spec
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.deployments import (
@@ -68,9 +69,6 @@ ARGUMENT_SPEC = {
     "models": {"type": "list", "elements": "dict", "default": []},
     "venv": {"type": "str", "default": ""},
     "runtime_manifest": {"type": "dict", "default": {}},
-    "directories": {"type": "list", "elements": "dict", "default": []},
-    "user_shell": {"type": "str", "default": "/usr/sbin/nologin"},
-    "user_comment": {"type": "str", "default": "llama-server (llamafleet)"},
     "unit_dir": {"type": "str", "default": UNIT_DIR},
     "lock_path": {"type": "str", "default": LOCK_PATH},
     "lock_lease_s": {"type": "int", "default": LOCK_LEASE_S},
@@ -143,15 +141,16 @@ class ActionModule(ActionBase):
         return None if raw is None else templated(self._templar, raw)
 
     def _judge(self, args: dict, instances: list, keys: dict, task_vars: dict, placement: dict | None) -> dict:
+        # The account and directories the role's account step makes of the same settings (one table).
+        account = service_account(args["settings"])
         module_args = {
             "instances": instances,
             "keys": keys,
             "absent": [str(i["name"]) for i in instances_in_state(args["instances"], "absent")],
             "stopped": [str(i["name"]) for i in instances_in_state(args["instances"], "stopped")],
             "settings": args["settings"],
-            "account": {"user": args["settings"]["user"], "group": args["settings"]["group"],
-                        "home": args["settings"]["home"], "shell": args["user_shell"], "comment": args["user_comment"]},
-            "directories": args["directories"],
+            "account": {name: value for name, value in account.items() if name != "directories"},
+            "directories": account["directories"],
             "planning_venv": {"marker": runtime_marker(args["venv"]), "manifest": args["runtime_manifest"]},
             "engine": {"bin": args["engine_bin"], "checksum": args["engine_archive_checksum"],
                        "marker": engine_marker(args["engine_dir"]) if args["engine_dir"] else ""},

@@ -8,11 +8,6 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway impor
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import fleet_run, role_vars
 
 
-def _keys(variables) -> dict:
-    """Each present instance's API key, as the instance step takes it (preset_layers.preset_and_key)."""
-    return {str(instance.get("name")): key for instance, _preset, key in role_vars.present_instances(variables)}
-
-
 def _in_rotation(host: dict, variables, cordoned: set) -> dict:
     """A host as the gateway routes it: a cordoned host's instances placed by hand leave the rotation (they keep
     running); its placed replicas stay until their new copies serve."""
@@ -46,15 +41,17 @@ def _gateway_servers(hostvars, hosts, keep_hosts, cordoned_hosts) -> dict:
     fleet = []
     for name in hosts:
         variables = hostvars[name]  # once per host: each hostvars[name] gathers the host's variables again
-        fleet.append(_in_rotation({**role_vars.fleet_host(hostvars, name, variables), "keys": _keys(variables)},
-                                  variables, cordoned))
+        host = {**role_vars.fleet_host(hostvars, name, variables), "keys": role_vars.instance_keys(variables)}
+        fleet.append(_in_rotation(host, variables, cordoned))
     if hosts and not keep_hosts and all(host["report"] is None for host in fleet):
         raise AnsibleFilterError("no host of the fleet was judged or deployed in this run, so nothing says what runs "
                                  "there: run the gateway from playbooks/deploy-llm.yml, after its judge")
     found = fleet_routes.fleet_servers(fleet)
     if found["errors"]:
         raise AnsibleFilterError("the gateway cannot route the fleet: " + "; ".join(found["errors"]))
-    return found
+    # Given back as they came: the playbook computes them over the whole fleet's variables (unfinished_hosts), and
+    # the role's next task reads them from here rather than computing them again.
+    return {**found, "keep_hosts": list(keep_hosts or [])}
 
 
 def deployed_instances(report, host: str) -> list:

@@ -24,6 +24,15 @@ LAYOUT_PATHS = {
 }
 
 
+def service_account(settings) -> dict:
+    """The service account (user, group, home, shell, comment) and the directories every instance shares, from the
+    role's settings (paths.service_account)."""
+    try:
+        return paths.service_account(settings)
+    except (KeyError, TypeError) as err:
+        raise AnsibleFilterError(f"service_account: the role's settings lack {err}") from err
+
+
 def instance_preset(instance, presets) -> dict:
     """The preset an instance runs (preset_layers.instance_preset); an API_KEY stays in the result."""
     try:
@@ -72,4 +81,5 @@ class FilterModule:
             "instances_stopped": instances_stopped,
             "layout_path": layout_path,
             "model_files": model_files,
+            "service_account": service_account,
         }

@@ -74,19 +74,6 @@ options:
     description: What the planning venv must have been built from (packages, wheels, pip arguments).
     type: dict
     default: {}
-  directories:
-    description: The role's directories (C(path), C(owner), C(group), C(mode)), as its account step creates them.
-    type: list
-    elements: dict
-    default: []
-  user_shell:
-    description: The service user's shell as the account step sets it.
-    type: str
-    default: /usr/sbin/nologin
-  user_comment:
-    description: The service user's comment as the account step sets it.
-    type: str
-    default: llama-server (llamafleet)
   unit_dir:
     description: Where the units are.
     type: str

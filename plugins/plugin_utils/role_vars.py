@@ -8,7 +8,7 @@ a host gets when it does not set one, live here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
@@ -19,6 +19,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.inp
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_layers import (
     PresetLayerError,
+    instance_key,
     preset_and_key,
 )
 
@@ -114,21 +115,40 @@ def host_instances(variables: Mapping) -> list:
     return [*(_given(variables, HAND_INSTANCES) or []), *(_given(variables, PLACED_INSTANCES) or [])]
 
 
-def present_instances(variables: Mapping) -> list[tuple[Mapping, dict, str]]:
-    """A host's present instances as (instance, layered preset without secrets, key). One that cannot be layered is
-    left out: the judge refuses it already, so it has no row."""
-    found = []
-    layers = None  # the host's presets, read once (each read of a host's variable templates it again)
+def _present(variables: Mapping) -> Iterator[tuple[Mapping, Mapping]]:
+    """A host's present instances, each with the host's presets (read once: each read of a host's variable templates
+    it again)."""
+    layers = None
     for instance in host_instances(variables):
         if not isinstance(instance, Mapping) or instance.get("state", "present") != "present":
             continue
         if layers is None:
             layers = presets(variables)
+        yield instance, layers
+
+
+def present_instances(variables: Mapping) -> list[tuple[Mapping, dict, str]]:
+    """A host's present instances as (instance, layered preset without secrets, key). One that cannot be layered is
+    left out: the judge refuses it already, so it has no row."""
+    found = []
+    for instance, layers in _present(variables):
         try:
             preset, key = preset_and_key(instance, layers)
         except PresetLayerError:
             continue
         found.append((instance, preset, key))
+    return found
+
+
+def instance_keys(variables: Mapping) -> dict[str, str]:
+    """Each present instance's key by name, as present_instances has it (the same left out), without reading the
+    rest of its preset: the gateway reads every key of the fleet, and nothing else of the presets."""
+    found = {}
+    for instance, layers in _present(variables):
+        try:
+            found[str(instance.get("name"))] = instance_key(instance, layers)
+        except PresetLayerError:
+            continue
     return found
 
 

@@ -27,6 +27,8 @@ def templated(templar, value, cache: dict | None = None):
     templates no key); a string's value is its template's. ``cache`` (string -> value) may be shared between calls
     with the same templar."""
     cache = {} if cache is None else cache
+    if isinstance(value, str) and "{" not in value:
+        return value  # no template starts without "{" ({{, {% or {#): nothing to ask Ansible
     if isinstance(value, str):
         # A string marked unsafe (never templated) is not the same string as its trusted twin.
         key = (type(value), is_trusted_as_template(value), value)

@@ -37,7 +37,7 @@ def test_a_new_setting_makes_its_roles_files_stale(monkeypatch, capsys):
     assert capsys.readouterr().err.splitlines() == [
         f"{name}: stale, run .venv/bin/python scripts/generate_settings.py" for name in (
             "roles/llama_gateway/defaults/main.yml", "roles/llama_gateway/meta/argument_specs.yml",
-            "roles/llama_gateway/vars/main.yml", "plugins/doc_fragments/gateway_settings.py")]
+            "plugins/doc_fragments/gateway_settings.py")]
     assert {path: path.read_text() for path in before} == before
     assert "llama_gateway_spare_s: 1\n# END generated settings" in GENERATE.rendered()[
         ROOT / "roles" / "llama_gateway" / "defaults" / "main.yml"]

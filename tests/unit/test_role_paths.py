@@ -38,8 +38,6 @@ ALLOWED = {
     # The wheels the user put in their own directory on the controller, found by a glob: the user's files, named
     # by the wheel format, not a path of the collection.
     ("roles/llama_server/vars/main.yml", "llama_server_module_wheels_dir ~ '/*.whl'"),
-    # The service account's login shell: the system's no-login shell, not a path the collection lays out.
-    ("roles/llama_server/vars/main.yml", "/usr/sbin/nologin"),
 }
 
 

@@ -119,3 +119,31 @@ def instance_files(paths: InstancePaths, unit_file: str = "") -> list[str]:
     service_file = [path for path in (unit_file, paths.compose_file) if path]
     return [*service_file, paths.key_file, paths.env_file, paths.state_file, paths.last_good, paths.plan_cache,
             paths.home_dir]
+
+
+# The service account every instance runs as: no login shell.
+SERVICE_SHELL = "/usr/sbin/nologin"
+SERVICE_COMMENT = "llama-server (llamafleet)"
+
+
+def service_account(settings) -> dict:
+    """The service account and the directories every instance shares, from the role's settings (``user``,
+    ``group``, ``home``, ``models_dir``, ``config_dir``, ``credentials_dir``, ``runtime``, ``compose_dir``): the
+    account step creates them, the host judge checks them, from this one table."""
+    user, group, home = str(settings["user"]), str(settings["group"]), str(settings["home"])
+    directories = [
+        # The service user's home; each unit may write only its <home>/instances/<name> (ReadWritePaths=).
+        {"path": home, "owner": user, "group": group, "mode": "0750"},
+        {"path": instances_dir(home), "owner": user, "group": group, "mode": "0750"},
+        # Models: written by root, read by the service.
+        {"path": str(settings["models_dir"]), "owner": "root", "group": group, "mode": "0750"},
+        # Planning state (instance-<name>.json); keys and environment files, root only: systemd hands them over.
+        # (The planner creates its own cache directory.)
+        {"path": str(settings["config_dir"]), "owner": "root", "group": "root", "mode": "0755"},
+        {"path": str(settings["credentials_dir"]), "owner": "root", "group": "root", "mode": "0700"},
+    ]
+    if settings.get("runtime") == "compose":
+        # The compose project: one file per instance.
+        directories.append({"path": str(settings["compose_dir"]), "owner": "root", "group": "root", "mode": "0755"})
+    return {"user": user, "group": group, "home": home, "shell": SERVICE_SHELL, "comment": SERVICE_COMMENT,
+            "directories": directories}

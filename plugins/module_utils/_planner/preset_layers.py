@@ -21,10 +21,12 @@ INSTANCE_PRESET_KEYS = {"port": "PORT", "host": "HOST", "cuda_visible_devices": 
 _NOT_VERSIONED = (*INSTANCE_PRESET_KEYS.values(), "API_KEY", "EXTERNAL_KEY")
 
 
-def merge_preset(base, *layers) -> dict:
+def merge_preset(base, *layers, only: frozenset | None = None) -> dict:
     """Layer preset mappings, later layers winning; keys upper-cased (Loki keys are case-insensitive).
 
-    ``None`` layers are skipped, so optional per-instance settings can be passed as they are.
+    ``None`` layers are skipped, so optional per-instance settings can be passed as they are. With ``only`` (upper-cased
+    names), every layer is checked alike but only those keys are kept, and no other value is read: on the controller
+    a value of a host's variables is rendered when it is read.
     """
     merged: dict = {}
     for position, layer in enumerate((base, *layers)):
@@ -32,18 +34,20 @@ def merge_preset(base, *layers) -> dict:
             continue
         if not isinstance(layer, Mapping):
             raise PresetLayerError(f"merge_preset: layer {position} is not a mapping of preset keys")
-        for key, value in layer.items():
+        for key in layer:
             name = str(key).strip().upper()
             if not name:
                 raise PresetLayerError(f"merge_preset: layer {position} has an empty key")
-            merged[name] = value
+            if only is None or name in only:
+                merged[name] = layer[key]
     return merged
 
 
-def instance_preset(instance, presets) -> dict:
+def instance_preset(instance, presets, only: frozenset | None = None) -> dict:
     """The preset an instance runs: its named preset, then its ``settings``, then port/host/GPU selection.
 
-    Keys are upper-cased; an API_KEY stays in the result (the caller moves it to a credential file).
+    Keys are upper-cased; an API_KEY stays in the result (the caller moves it to a credential file). ``only``: as
+    merge_preset's.
     """
     if not isinstance(instance, Mapping):
         raise PresetLayerError("instance_preset: the input must be an instance mapping")
@@ -60,16 +64,29 @@ def instance_preset(instance, presets) -> dict:
     base = presets[preset_name] if preset_name else {}
     specials = {key: instance[option] for option, key in INSTANCE_PRESET_KEYS.items()
                 if instance.get(option) is not None and instance.get(option) != ""}
-    return merge_preset(base, instance.get("settings"), specials)
+    return merge_preset(base, instance.get("settings"), specials, only=only)
 
 
 def preset_and_key(instance, presets) -> tuple[dict, str]:
     """The instance's layered preset without any secret, and its key: the instance's ``api_key``, else the preset's
     ``API_KEY`` ("" for none). The key only ever travels apart, to root-only credential files."""
     preset = instance_preset(instance, presets)
-    key = str(instance.get("api_key") or preset.get("API_KEY") or "").strip()
+    key = _key(instance, preset)
     # EXTERNAL_KEY is a remote API's key, never read at launch: it stays on the controller too.
     return {name: value for name, value in preset.items() if name not in ("API_KEY", "EXTERNAL_KEY")}, key
+
+
+def instance_key(instance, presets) -> str:
+    """preset_and_key's key alone, refused alike, reading no other value of the preset: the gateway needs every
+    instance's key of the whole fleet, and nothing else of its preset."""
+    return _key(instance, instance_preset(instance, presets, only=_KEY_NAMES))
+
+
+_KEY_NAMES = frozenset({"API_KEY"})
+
+
+def _key(instance, preset: Mapping) -> str:
+    return str(instance.get("api_key") or preset.get("API_KEY") or "").strip()
 
 
 def preset_version(preset: Mapping) -> str:

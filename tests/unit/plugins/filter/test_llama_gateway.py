@@ -5,6 +5,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.llamafleet.llamacpp.plugins.filter import llama_gateway as filters
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import role_vars
 from tests.unit.support.counting import CountingDict
 
 ROW = {"instance": "main", "state": "deployed", "host": "0.0.0.0", "port": "8080", "slots": 2, "model_name": "tiny"}
@@ -39,6 +40,8 @@ def test_kept_hosts_are_left_to_the_module():
     found = filters.gateway_servers(hostvars, ["h1", "h2"], ["h2"])
     assert [server["host"] for server in found["servers"]] == ["h1"]
     assert found["notes"] == []
+    assert found["keep_hosts"] == ["h2"]  # as given: the role's next task reads them here
+    assert filters.gateway_servers(hostvars, ["h1"])["keep_hosts"] == []
     assert filters.gateway_servers({"h2": {}}, ["h2"], ["h2"])["servers"] == []
 
 
@@ -65,7 +68,7 @@ def test_gateway_servers_refuses_what_it_cannot_route():
 def test_absent_and_broken_instances_have_no_key():
     variables = _host([], instances=[{"name": "gone", "state": "absent", "api_key": "k" * 10},
                                      {"name": "odd", "preset": "missing"}, "not a dict"])
-    assert filters._keys(variables) == {}
+    assert role_vars.instance_keys(variables) == {}
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """Filters of the llama_server role: instance_preset, instances_in_state, instances_stopped, model_files,
-layout_path."""
+layout_path, service_account."""
 
 import pytest
 from ansible.errors import AnsibleFilterError
@@ -10,12 +10,14 @@ from ansible_collections.llamafleet.llamacpp.plugins.filter.llama_server import 
     instances_in_state,
     instances_stopped,
     layout_path,
+    service_account,
 )
 
 
 def test_registered_names():
     assert set(FilterModule().filters()) == {
-        "instance_preset", "instances_in_state", "instances_stopped", "layout_path", "model_files"}
+        "instance_preset", "instances_in_state", "instances_stopped", "layout_path", "model_files",
+        "service_account"}
 
 
 @pytest.mark.parametrize(
@@ -114,3 +116,16 @@ def test_model_files():
     for bad in bad_inputs:
         with pytest.raises(AnsibleFilterError, match="model_files"):
             model_files(bad, "/models")
+
+
+def test_service_account_is_the_layout_table():
+    settings = {"user": "u", "group": "g", "home": "/h", "models_dir": "/m", "config_dir": "/c",
+                "credentials_dir": "/c/k", "runtime": "systemd", "compose_dir": "/c/compose"}
+    account = service_account(settings)
+    assert (account["user"], account["shell"]) == ("u", "/usr/sbin/nologin")
+    assert [d["path"] for d in account["directories"]] == ["/h", "/h/instances", "/m", "/c", "/c/k"]
+
+
+def test_service_account_names_a_missing_setting():
+    with pytest.raises(AnsibleFilterError, match="service_account: the role's settings lack 'models_dir'"):
+        service_account({"user": "u", "group": "g", "home": "/h"})

@@ -32,5 +32,7 @@ def test_a_hosts_instances_hand_placed_first_then_its_replicas():
     # The absent one, and one that cannot be layered (its judge refuses it), are not present.
     assert [(i["name"], preset, key) for i, preset, key in role_vars.present_instances(variables)] == [
         ("main", {"MODEL": "a.gguf"}, ""), ("tiny-0", {"MODEL": "a.gguf"}, "k-key-0001")]
+    # The gateway's read of the keys alone: the same instances, the same keys.
+    assert role_vars.instance_keys(variables) == {"main": "", "tiny-0": "k-key-0001"}
     assert role_vars.host_instances({"llama_server_instances": None}) == []
     assert role_vars.presets({}) == {}

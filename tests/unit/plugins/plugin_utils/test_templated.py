@@ -45,10 +45,11 @@ def _host_templar(tmp_path):
 
 
 @pytest.mark.parametrize(("name", "calls"), [
-    # Each distinct string once; the unsafe "{{ key }}" is not the trusted one.
-    ("deployments", ["a", "{{ ansible_host }}", "{{ key }}", "{{ envs }}", "b", "{{ key }}", "x"]),
+    # Each distinct string that may hold a template once; the unsafe "{{ key }}" is not the trusted one. A string
+    # without "{" is no template: it is not asked about.
+    ("deployments", ["{{ ansible_host }}", "{{ key }}", "{{ envs }}", "{{ key }}"]),
     ("whole", ["{{ deployments }}"]),  # a template of the list: templated once, whole
-    ("plain", ["b"]),
+    ("plain", []),
 ])
 def test_the_same_value_as_templating_it_whole_each_string_once(tmp_path, name, calls):
     variables, templar = _host_templar(tmp_path)

@@ -11,6 +11,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths 
     model_marker_dir,
     paths_of,
     runtime_marker,
+    service_account,
     unit_name,
     unit_path,
 )
@@ -46,3 +47,27 @@ def test_paths_from_the_settings_table():
     paths = paths_of("x", defaults(), "/etc/llamafleet/compose")
     assert (paths.home_dir, paths.key_file, paths.compose_file) == (
         "/var/lib/llamafleet/instances/x", "/etc/llamafleet/credentials/x.key", "/etc/llamafleet/compose/x.yaml")
+
+
+SETTINGS = {**defaults(), "user": "svc", "group": "grp", "home": "/srv/l", "models_dir": "/srv/m",
+            "config_dir": "/etc/l", "credentials_dir": "/etc/l/cred", "compose_dir": "/etc/l/compose"}
+
+
+@pytest.mark.parametrize(
+    ("runtime", "last"),
+    [("systemd", {"path": "/etc/l/cred", "owner": "root", "group": "root", "mode": "0700"}),
+     ("compose", {"path": "/etc/l/compose", "owner": "root", "group": "root", "mode": "0755"})],
+    ids=["systemd", "compose"],
+)
+def test_service_account_and_its_directories(runtime, last):
+    account = service_account({**SETTINGS, "runtime": runtime})
+    assert {k: v for k, v in account.items() if k != "directories"} == {
+        "user": "svc", "group": "grp", "home": "/srv/l", "shell": "/usr/sbin/nologin",
+        "comment": "llama-server (llamafleet)"}
+    assert account["directories"][:4] == [
+        {"path": "/srv/l", "owner": "svc", "group": "grp", "mode": "0750"},
+        {"path": "/srv/l/instances", "owner": "svc", "group": "grp", "mode": "0750"},
+        {"path": "/srv/m", "owner": "root", "group": "grp", "mode": "0750"},
+        {"path": "/etc/l", "owner": "root", "group": "root", "mode": "0755"}]
+    assert account["directories"][-1] == last
+    assert len(account["directories"]) == (6 if runtime == "compose" else 5)
