@@ -5,7 +5,8 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: placed_instances
-author: llamafleet maintainers
+author:
+  - llamafleet maintainers (@llamafleet)
 version_added: "0.3.0"
 short_description: A host's placed replicas as llama_server instances, from its own llama_fleet_deployments
 description:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: role_settings
-author: llamafleet maintainers
+author:
+  - llamafleet maintainers (@llamafleet)
 version_added: "0.3.0"
 short_description: A role's settings, as the role hands them to its modules
 description:
