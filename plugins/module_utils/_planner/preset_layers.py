@@ -76,13 +76,13 @@ def preset_and_key(instance, presets) -> tuple[dict, str]:
     return {name: value for name, value in preset.items() if name not in ("API_KEY", "EXTERNAL_KEY")}, key
 
 
+_KEY_NAMES = frozenset({"API_KEY"})
+
+
 def instance_key(instance, presets) -> str:
     """preset_and_key's key alone, refused alike, reading no other value of the preset: the gateway needs every
     instance's key of the whole fleet, and nothing else of its preset."""
     return _key(instance, instance_preset(instance, presets, only=_KEY_NAMES))
-
-
-_KEY_NAMES = frozenset({"API_KEY"})
 
 
 def _key(instance, preset: Mapping) -> str:

@@ -3,11 +3,10 @@ deployments the share names, from the host's own llama_fleet_deployments."""
 
 import pytest
 from ansible.errors import AnsibleLookupError
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar
 
 from ansible_collections.llamafleet.llamacpp.plugins.filter.fleet_deployments import FilterModule
 from ansible_collections.llamafleet.llamacpp.plugins.lookup.placed_instances import LookupModule
+from tests.unit.support.host_vars import host_variables
 
 # The second deployment names a variable no host defines: templating it would fail, and the share never names it.
 VARIABLES = """
@@ -21,14 +20,8 @@ SHARE = [{"name": "tiny-1", "deployment": "tiny", "replica": 1, "port": 8081, "c
 
 
 def _lookup(tmp_path, text=VARIABLES):
-    path = tmp_path / "vars.yml"
-    path.write_text(text)
-    loader = DataLoader()
-    try:
-        variables = loader.load_from_file(str(path), trusted_as_template=True)
-    except TypeError:  # ansible-core before 2.19: every string is a template
-        variables = loader.load_from_file(str(path))
-    return LookupModule(loader=loader, templar=Templar(loader=loader, variables=variables)), variables
+    variables, templar, loader = host_variables(tmp_path, text)
+    return LookupModule(loader=loader, templar=templar), variables
 
 
 def test_the_share_as_the_filter_makes_it_of_the_templated_deployments(tmp_path):

@@ -4,26 +4,19 @@ argument would be."""
 import pytest
 import yaml
 from ansible.errors import AnsibleLookupError
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar
 
 from ansible_collections.llamafleet.llamacpp.plugins.lookup.role_settings import LookupModule
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.settings import GATEWAY_SETTINGS
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import SETTINGS
+from tests.unit.support.host_vars import host_variables
 
 
 def _variables(tmp_path, table, **overrides):
     """Every setting's role variable at its role default, as the role's defaults file gives them, then overrides."""
     values = {setting.role_variable: setting.role_default for setting in table}
     values.update(overrides)
-    path = tmp_path / "vars.yml"
-    path.write_text(yaml.safe_dump(values))
-    loader = DataLoader()
-    try:
-        variables = loader.load_from_file(str(path), trusted_as_template=True)
-    except TypeError:  # ansible-core before 2.19: every string is a template
-        variables = loader.load_from_file(str(path))
-    return LookupModule(loader=loader, templar=Templar(loader=loader, variables=variables)), variables
+    variables, templar, loader = host_variables(tmp_path, yaml.safe_dump(values))
+    return LookupModule(loader=loader, templar=templar), variables
 
 
 @pytest.mark.parametrize(("role", "table"), [("llama_server", SETTINGS), ("llama_gateway", GATEWAY_SETTINGS)])

@@ -2,10 +2,9 @@
 same value as Ansible's templating of it whole, with one template call per distinct string."""
 
 import pytest
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar
 
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.templated import templated
+from tests.unit.support.host_vars import host_variables
 
 VARIABLES = """
 ansible_host: 10.0.0.7
@@ -33,15 +32,8 @@ class _Counting:
 
 
 def _host_templar(tmp_path):
-    """The variables as Ansible reads an inventory's vars file (trusted as templates where that exists)."""
-    path = tmp_path / "vars.yml"
-    path.write_text(VARIABLES)
-    loader = DataLoader()
-    try:
-        variables = loader.load_from_file(str(path), trusted_as_template=True)
-    except TypeError:  # ansible-core before 2.19: every string is a template
-        variables = loader.load_from_file(str(path))
-    return variables, Templar(loader=loader, variables=variables)
+    variables, templar, _loader = host_variables(tmp_path, VARIABLES)
+    return variables, templar
 
 
 @pytest.mark.parametrize(("name", "calls"), [

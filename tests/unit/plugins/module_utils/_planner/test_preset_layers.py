@@ -11,6 +11,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.prese
     preset_and_key,
     preset_version,
 )
+from tests.unit.support.counting import CountingDict
 
 BASE = {"MODEL": "qwen3-8b.gguf", "CTX": "4096", "PARALLEL": "2"}
 
@@ -68,16 +69,9 @@ def test_instance_key_is_preset_and_keys_key(instance):
         assert instance_key(instance, KEYED_PRESETS) == expected
 
 
-class _Counted(dict):
-    """A preset that counts the values read from it (a host's variable is rendered when a value is read)."""
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        self.read = []
-
-    def __getitem__(self, key):
-        self.read.append(key)
-        return super().__getitem__(key)
+class _Counted(CountingDict):
+    """A preset that records the values read from it (a host's variable is rendered when a value is read), and
+    refuses to be read whole."""
 
     def items(self):
         raise AssertionError("the whole preset was read")
