@@ -13,6 +13,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.rea
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import fleet_ledger
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.controller_action import ControllerAction
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.fleet_run import DONE, JUDGEMENT, STATUS
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.host_reads import read_once
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.placement_view import plain
 
 ARGUMENT_SPEC = {
@@ -55,7 +56,7 @@ class ActionModule(ControllerAction):
             cordons = fleet_ledger.cordon_request(inventory, args["cordon"], args["uncordon"])
         except fleet_ledger.FleetSettingError as err:
             return {"failed": True, "msg": f"{err} (the ledger was not changed)"}
-        placed = ran_replicas(task_vars.get("hostvars") or {}, plain(args["placed"] or {}))
+        placed = ran_replicas(read_once(task_vars.get("hostvars") or {}), plain(args["placed"] or {}))
         try:
             # Check mode writes nothing, its lock file neither.
             with contextlib.nullcontext() if self._task.check_mode else fleet_ledger.locked(args["path"]):

@@ -14,6 +14,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner impor
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.files import read_bytes, write_atomically
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import fleet_run, role_vars
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.controller_action import ControllerAction
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.host_reads import read_once
 
 ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
@@ -34,7 +35,7 @@ def instance_presets(variables) -> dict:
 def fleet_hosts(hostvars, hosts) -> list[dict]:
     found = []
     for name in hosts:
-        variables = hostvars[name]  # once per host: each hostvars[name] gathers the host's variables again
+        variables = hostvars[name]
         found.append({**role_vars.fleet_host(hostvars, name, variables), "presets": instance_presets(variables),
                       "removing": list(variables.get(fleet_run.REMOVALS) or [])})
     return found
@@ -59,7 +60,7 @@ class ActionModule(ControllerAction):
         if args["validate_only"]:
             return {**result, "changed": False, "path": path}
 
-        hostvars = task_vars.get("hostvars") or {}
+        hostvars = read_once(task_vars.get("hostvars") or {})
         gateways = [{"name": name, "metrics_url": hostvars[name].get("llama_gateway_metrics_url")}
                     for name in args["gateways"]]
         inventory = [*(args["inventory_hosts"] if args["inventory_hosts"] is not None else args["hosts"]),

@@ -6,6 +6,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import fleet_routes
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import fleet_run, role_vars
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.host_reads import read_once
 
 
 def _in_rotation(host: dict, variables, cordoned: set) -> dict:
@@ -35,12 +36,13 @@ def gateway_servers(hostvars, hosts, keep_hosts=(), cordoned_hosts=(), errors="r
 
 
 def _gateway_servers(hostvars, hosts, keep_hosts, cordoned_hosts) -> dict:
+    hostvars = read_once(hostvars)
     kept = set(keep_hosts or [])
     hosts = [name for name in hosts or [] if name not in kept]
     cordoned = set(cordoned_hosts or [])
     fleet = []
     for name in hosts:
-        variables = hostvars[name]  # once per host: each hostvars[name] gathers the host's variables again
+        variables = hostvars[name]
         host = {**role_vars.fleet_host(hostvars, name, variables), "keys": role_vars.instance_keys(variables)}
         fleet.append(_in_rotation(host, variables, cordoned))
     if hosts and not keep_hosts and all(host["report"] is None for host in fleet):

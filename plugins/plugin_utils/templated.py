@@ -21,6 +21,10 @@ except ImportError:  # before: a string marked unsafe has a type of its own
         return True
 
 
+# Values Ansible's templating gives back as they are.
+PLAIN = (bool, int, float, type(None))
+
+
 def templated(templar, value, cache: dict | None = None):
     """``value`` (a variable as the host's variables hold it, not templated yet) templated with ``templar`` (the
     host's), each distinct string once: mappings become dicts and lists lists, their keys kept as they are (Ansible
@@ -42,4 +46,6 @@ def templated(templar, value, cache: dict | None = None):
         return {name: templated(templar, item, cache) for name, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [templated(templar, item, cache) for item in value]
-    return value
+    if isinstance(value, PLAIN):
+        return value
+    return templar.template(value)  # anything else (a vaulted string, say) as Ansible reads it: decrypted
