@@ -12,9 +12,10 @@ VariableManager.get_vars and its arguments templated from the playbook's own tex
 ``hostvars`` and of the group_vars is counted as in a real run):
 
   fleet_run        the action fleet_run, then fleet_metrics_targets validate_only
-  judge_args       per host: the arguments of the role's judge task (llama_server_host) templated (its instances
-                   are _llama_server_all_instances, which reads the play's llama_server_stop_instances), and the
-                   host's llama_fleet_deployments templated by the action (place: each distinct string once)
+  judge_args       per host: the arguments of the role's judge task (llama_server_host) templated, and the options
+                   its action reads from the role's variables (role_variables: role_vars.judge_options; the
+                   instances are _llama_server_all_instances, which reads the play's llama_server_stop_instances),
+                   and the host's llama_fleet_deployments templated by the action (place: each distinct string once)
   fleet_deploy     the action fleet_deployments (placement from the judges' readings, the ledger, the scope)
   host_facts       per host: the judge play's set_fact of its share (placed_instances, the lookup) and its status
   gw_servers       for each of the three gateway plays: the set_fact of gateway_servers over hostvars (with the
@@ -114,6 +115,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.rea
     Need,
     PlacedReplica,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import role_vars  # noqa: E402
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.templated import templated  # noqa: E402
 
 PLAYBOOK = os.path.join(ROOT, "playbooks", "deploy_llm.yml")
@@ -408,9 +410,11 @@ class PlaybookRun:
             for host in self.all_hosts:
                 variables = self.task_vars(play, judges, host)
                 args = self.template(variables, judges.args)
-                # With place, the action templates the host's llama_fleet_deployments itself, each string once.
-                deployments = templated(Templar(loader=self.loader, variables=variables),
-                                        variables["llama_fleet_deployments"]) if args["place"] else None
+                templar = Templar(loader=self.loader, variables=variables)
+                # role_variables: the action reads its options from the role's variables, each string once; with
+                # place, the host's llama_fleet_deployments too.
+                args = {**role_vars.judge_options(templar, variables), **args}
+                deployments = templated(templar, variables["llama_fleet_deployments"]) if args["place"] else None
         assert len(args["instances"]) == 1, args["instances"]  # the hand-placed main: nothing placed yet
         assert len(deployments) == self.fleet.deployments
         assert deployments[0]["settings"]["host"] == self.fleet.address(self.all_hosts[-1]), deployments[0]

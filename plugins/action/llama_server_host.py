@@ -76,6 +76,8 @@ ARGUMENT_SPEC = {
     "deployments": {"type": "list", "elements": "raw", "default": None},
     # Without deployments: take them from the host's llama_fleet_deployments (templated here, each string once).
     "place": {"type": "bool", "default": False},
+    # The options the task leaves out, from the llama_server role's variables on the host (role_vars.JUDGE_OPTIONS).
+    "role_variables": {"type": "bool", "default": False},
 }
 
 
@@ -97,14 +99,26 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
         task_vars = task_vars or {}
-        # A copy: Ansible fills a dict option's default in place, which would change the spec for the next task.
-        _validation, args = self.validate_argument_spec(argument_spec=copy.deepcopy(ARGUMENT_SPEC))
+        args = self._validated()
+        if args["role_variables"]:
+            try:
+                found = role_vars.judge_options(self._templar, task_vars)
+            except KeyError as err:
+                result.update(failed=True, msg=f"{err.args[0]} is not defined: role_variables reads the options from "
+                                               "the llama_server role's variables (is this task in the role?)")
+                return result
+            except role_vars.RoleVariableError as err:
+                result.update(failed=True, msg=str(err))
+                return result
+            # Checked as the options given in the task would be; those the task gives win.
+            self._task.args = {**found, **self._task.args}
+            args = self._validated()
         if args["deployments"] is None and args["place"]:
             deployments = self._fleet_deployments(task_vars)
             if deployments is not None:
                 # Checked as the option given in the task would be.
                 self._task.args = {**self._task.args, "deployments": deployments}
-                _validation, args = self.validate_argument_spec(argument_spec=copy.deepcopy(ARGUMENT_SPEC))
+                args = self._validated()
         settings = args["settings"]
         errors = input_errors({**settings, **{k: args[k] for k in (
             "instances", "presets", "engine_bin", "engine_archive_url", "engine_archive_checksum", "models")}})
@@ -132,6 +146,11 @@ class ActionModule(ActionBase):
         found = self._judge(args, instances, keys, task_vars, placement)
         result.update(scrub(found, *keys.values()))
         return result
+
+    def _validated(self) -> dict:
+        # A copy: Ansible fills a dict option's default in place, which would change the spec for the next task.
+        _validation, args = self.validate_argument_spec(argument_spec=copy.deepcopy(ARGUMENT_SPEC))
+        return args
 
     def _fleet_deployments(self, task_vars: dict) -> list | None:
         """The host's llama_fleet_deployments, templated as a task's argument would be, but each distinct string of

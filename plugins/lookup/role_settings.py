@@ -40,15 +40,10 @@ _raw:
 from ansible.errors import AnsibleLookupError  # noqa: E402
 from ansible.plugins.lookup import LookupBase  # noqa: E402
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.settings import (  # noqa: E402
-    GATEWAY_SETTINGS,
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.role_vars import (  # noqa: E402
+    SETTINGS_TABLES,
+    role_settings,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import SETTINGS  # noqa: E402
-from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.templated import (  # noqa: E402
-    templated,
-)
-
-TABLES = {"llama_server": SETTINGS, "llama_gateway": GATEWAY_SETTINGS}
 
 
 class LookupModule(LookupBase):
@@ -57,16 +52,11 @@ class LookupModule(LookupBase):
         variables = variables or {}
         found = []
         for role in terms:
-            if role not in TABLES:
-                raise AnsibleLookupError(f"role_settings: {role!r} is not one of {', '.join(TABLES)}")
-            cache: dict = {}
-            settings = {}
-            for setting in TABLES[role]:
-                if setting.secret:
-                    continue
-                if setting.role_variable not in variables:
-                    raise AnsibleLookupError(f"role_settings: {setting.role_variable} is not defined (the role "
-                                             f"{role} defines it: is this task in the role?)")
-                settings[setting.name] = templated(self._templar, variables[setting.role_variable], cache)
-            found.append(settings)
+            if role not in SETTINGS_TABLES:
+                raise AnsibleLookupError(f"role_settings: {role!r} is not one of {', '.join(SETTINGS_TABLES)}")
+            try:
+                found.append(role_settings(self._templar, variables, role))
+            except KeyError as err:
+                raise AnsibleLookupError(f"role_settings: {err.args[0]} is not defined (the role {role} defines it: "
+                                         "is this task in the role?)") from None
         return found

@@ -102,6 +102,18 @@ options:
         whole, for a fraction of the cost on a large fleet). Nothing to place when the host has none.
     type: bool
     default: false
+  role_variables:
+    description:
+      - Read each option the task leaves out from the C(llamafleet.llamacpp.llama_server) role's variable that gives
+        it on this host, as the role's judge step does - O(presets) from C(llama_server_presets), O(settings) from
+        each C(llama_server_<setting>), O(instances) from the role's present, stopped and absent instances, O(place)
+        from the deploy playbook's placing - each distinct string of them templated once. A variable the host does
+        not define leaves its option at its default, but the settings must all be defined (the role defines them).
+      - The values are checked exactly as the same options given in the task.
+      - The same values as the task's arguments templated by Ansible, without templating the role's fifty presets
+        (say) through every template of a 1,000-host fleet's arguments.
+    type: bool
+    default: false
 notes:
   - The API keys go to the target only as the judge's no_log option, to read the running engines' C(/props);
     every string of the result is scrubbed of them.

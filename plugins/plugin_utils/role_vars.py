@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+from ansible.errors import AnsibleError
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import rollout_bounds
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.settings import GATEWAY_SETTINGS
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import SETTINGS
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.inputs import (
     DEFAULT_GPU_MARGIN_MIB,
     DEFAULT_RAM_MARGIN_MIB,
@@ -22,6 +25,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.prese
     instance_key,
     preset_and_key,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.templated import templated
 
 DEPLOYMENTS = "llama_fleet_deployments"
 HAND_INSTANCES = "llama_server_instances"
@@ -47,6 +51,67 @@ MAX_SURGE = "llama_fleet_max_surge"
 BOUND_NAMES = (MAX_UNAVAILABLE, MAX_SURGE)
 CORDON_REQUEST = "llama_fleet_cordon"  # the maintenance playbook's hosts to cordon
 UNCORDON_REQUEST = "llama_fleet_uncordon"  # and to open again
+# The deploy playbook's judge play sets it when it places llama_fleet_deployments.
+PLACING = "_llama_fleet_placing"
+
+# Each role's settings table: the settings its modules take as ``settings``, each the role variable of its name.
+SETTINGS_TABLES = {"llama_server": SETTINGS, "llama_gateway": GATEWAY_SETTINGS}
+
+# The host judge's options (llama_server_host) and the variable of the llama_server role that gives each, when the
+# role's judge step has the action read them itself (role_variables); ``settings`` comes from the settings table.
+JUDGE_OPTIONS = {
+    "instances": "_llama_server_all_instances",
+    "presets": PRESETS,
+    "engine_bin": "llama_server_engine_bin",
+    "engine_archive_url": "llama_server_engine_archive_url",
+    "engine_archive_checksum": "llama_server_engine_archive_checksum",
+    "engine_dir": "_llama_server_engine_dir",
+    "models": "llama_server_models",
+    "venv": "llama_server_venv",
+    "runtime_manifest": "_llama_server_runtime_manifest",
+    "lock_lease_s": "llama_fleet_lock_lease_s",
+    "place": PLACING,
+}
+
+
+def role_settings(templar, variables: Mapping, role: str, cache: dict | None = None) -> dict:
+    """The role's ``settings`` mapping from the host's ``variables`` (not templated yet), each variable templated
+    by ``templar`` as a task's argument would be, each distinct string once; its secret settings left out (a module
+    takes them as options of their own). KeyError naming the role variable when one is not defined (the role defines
+    them all: the caller is not in the role)."""
+    cache = {} if cache is None else cache
+    found = {}
+    for setting in SETTINGS_TABLES[role]:
+        if setting.secret:
+            continue
+        if setting.role_variable not in variables:
+            raise KeyError(setting.role_variable)
+        found[setting.name] = _templated_variable(templar, variables, setting.role_variable, cache)
+    return found
+
+
+class RoleVariableError(ValueError):
+    """A role variable that cannot be templated: the message names it and says why."""
+
+
+def _templated_variable(templar, variables: Mapping, name: str, cache: dict):
+    try:
+        return templated(templar, variables[name], cache)
+    except AnsibleError as err:
+        raise RoleVariableError(f"{name}: {err}") from None
+
+
+def judge_options(templar, variables: Mapping) -> dict:
+    """The host judge's options from the llama_server role's variables on the host (JUDGE_OPTIONS, and ``settings``
+    from its table), each variable templated as a task's argument would be, each distinct string once. A variable
+    the host does not define gives no option (the module's default); the settings must all be defined (KeyError,
+    as role_settings). RoleVariableError names a variable that cannot be templated."""
+    cache: dict = {}
+    found = {"settings": role_settings(templar, variables, "llama_server", cache)}
+    for option, name in JUDGE_OPTIONS.items():
+        if name in variables:
+            found[option] = _templated_variable(templar, variables, name, cache)
+    return found
 
 
 def rollout_bounds_of(max_unavailable, max_surge, deployments) -> tuple:

@@ -11,6 +11,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
 from ansible_collections.llamafleet.llamacpp.plugins.action import llama_server_host as action_module
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import SETTINGS
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.readings import (
     HostCapacity,
     HostReading,
@@ -260,3 +261,47 @@ def test_a_host_without_the_venv_is_read_with_its_own_interpreter_for_the_placem
     assert [call[2].get("ansible_python_interpreter") for call in modules] == ["/opt/venv/bin/python", None]
     assert HostReading.from_dict(result["placement"]).capacity.ram_free_mib == 9000
     assert result["current"] is False
+
+
+def test_role_variables_give_the_options_the_task_leaves_out():
+    """The role's judge step: every option read from the role's variables on the host, each the value the option
+    given in the task would have; an option the task gives wins."""
+    settings = {setting.role_variable: setting.spec()["default"] for setting in SETTINGS if not setting.secret}
+    host_vars = {**settings, "llama_server_presets": {"small": {"model": "a.gguf", "ctx": 4096}},
+                 "_llama_server_all_instances": [{"name": "main", "preset": "small", "api_key": KEY},
+                                                 {"name": "old", "state": "absent"}],
+                 "llama_server_engine_bin": "/e/llama-server", "llama_server_venv": "/opt/venv",
+                 "llama_server_models": [{"url": "https://h/a.gguf", "checksum": "sha256:ab"}],
+                 "llama_fleet_lock_lease_s": 600, "_llama_fleet_placing": False}
+    templar = Templar(loader=DataLoader(), variables=host_vars)
+    by_variables, calls = actions.run_action(action_module, {"role_variables": True}, lambda _name, _args: CURRENT,
+                                             host_vars, templar=templar)
+    assert not by_variables.get("failed"), by_variables
+    by_options, option_calls = run_action(CURRENT, lock_lease_s=600)
+    judged = [call[1] for call in calls if call[0] not in ("command", "file")]
+    assert judged == [call[1] for call in option_calls]
+    assert by_variables == by_options
+    # The task's own option wins over the role's variable.
+    _result, calls = actions.run_action(action_module, {"role_variables": True, "venv": "/other/venv"},
+                                        lambda _name, _args: CURRENT, host_vars, templar=templar)
+    assert "/other/venv" in next(call for call in calls if call[0] == "command")[1]
+
+
+@pytest.mark.parametrize(("missing", "given", "message"), [
+    ("llama_server_home", {}, "llama_server_home is not defined: role_variables reads the options from the "
+                              "llama_server role's variables (is this task in the role?)"),
+    (None, {"llama_server_engine_bin": "{{ nowhere_defined }}"}, "llama_server_engine_bin: "),
+    (None, {"llama_server_presets": {"small": "not a preset"}}, "merge_preset: layer 0 is not a mapping"),
+])
+def test_role_variables_that_are_missing_or_wrong_fail_before_the_host_is_read(missing, given, message):
+    host_vars = {setting.role_variable: setting.spec()["default"] for setting in SETTINGS if not setting.secret}
+    host_vars.update(_llama_server_all_instances=[{"name": "main", "preset": "small"}],
+                     llama_server_presets={"small": {"model": "a.gguf"}})
+    host_vars.pop(missing, None)
+    for name, value in given.items():
+        host_vars[name] = trust_as_template(value) if trust_as_template and isinstance(value, str) else value
+    result, calls = actions.run_action(action_module, {"role_variables": True}, lambda _name, _args: CURRENT,
+                                       host_vars, templar=Templar(loader=DataLoader(), variables=host_vars))
+    assert result["failed"]
+    assert message in result["msg"]
+    assert calls == []
