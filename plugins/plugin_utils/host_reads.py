@@ -17,16 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ansible import template
 from ansible.template import Templar
 
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.templated import templated
 
-try:  # ansible-core 2.19 and later: templating a value walks all of it (before, hostvars are read as they are)
-    from ansible.template import is_trusted_as_template  # noqa: F401 - its presence is the test
-
-    WALKS_EVERY_VALUE = True
-except ImportError:
-    WALKS_EVERY_VALUE = False
+# ansible-core 2.19 and later (the releases that trust templates) walk all of a value when they template it;
+# before, hostvars are read as they are.
+WALKS_EVERY_VALUE = hasattr(template, "is_trusted_as_template")
 
 
 class HostVariables(Mapping):
