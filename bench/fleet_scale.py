@@ -413,8 +413,10 @@ class PlaybookRun:
                 templar = Templar(loader=self.loader, variables=variables)
                 # role_variables: the action reads its options from the role's variables, each string once; with
                 # place, the host's llama_fleet_deployments too.
-                args = {**role_vars.judge_options(templar, variables), **args}
-                deployments = templated(templar, variables["llama_fleet_deployments"]) if args["place"] else None
+                strings: dict = {}  # the action's one cache of templated strings for both reads
+                args = {**role_vars.judge_options(templar, variables, strings), **args}
+                deployments = (templated(templar, variables["llama_fleet_deployments"], strings) if args["place"]
+                               else None)
         assert len(args["instances"]) == 1, args["instances"]  # the hand-placed main: nothing placed yet
         assert len(deployments) == self.fleet.deployments
         assert deployments[0]["settings"]["host"] == self.fleet.address(self.all_hosts[-1]), deployments[0]

@@ -100,9 +100,10 @@ class ActionModule(ActionBase):
         del tmp
         task_vars = task_vars or {}
         args = self._validated()
+        strings: dict = {}  # each distinct string of the host's variables templated once, for every read below
         if args["role_variables"]:
             try:
-                found = role_vars.judge_options(self._templar, task_vars)
+                found = role_vars.judge_options(self._templar, task_vars, strings)
             except KeyError as err:
                 result.update(failed=True, msg=f"{err.args[0]} is not defined: role_variables reads the options from "
                                                "the llama_server role's variables (is this task in the role?)")
@@ -114,7 +115,7 @@ class ActionModule(ActionBase):
             self._task.args = {**found, **self._task.args}
             args = self._validated()
         if args["deployments"] is None and args["place"]:
-            deployments = self._fleet_deployments(task_vars)
+            deployments = self._fleet_deployments(task_vars, strings)
             if deployments is not None:
                 # Checked as the option given in the task would be.
                 self._task.args = {**self._task.args, "deployments": deployments}
@@ -152,12 +153,12 @@ class ActionModule(ActionBase):
         _validation, args = self.validate_argument_spec(argument_spec=copy.deepcopy(ARGUMENT_SPEC))
         return args
 
-    def _fleet_deployments(self, task_vars: dict) -> list | None:
+    def _fleet_deployments(self, task_vars: dict, strings: dict) -> list | None:
         """The host's llama_fleet_deployments, templated as a task's argument would be, but each distinct string of
         them once: a fleet's list repeats its templates (``{{ ansible_host }}`` in each deployment's settings), and
         Ansible compiles a template each time it meets one, on every host. None when the host has none."""
         raw = task_vars.get(role_vars.DEPLOYMENTS)
-        return None if raw is None else templated(self._templar, raw)
+        return None if raw is None else templated(self._templar, raw, strings)
 
     def _judge(self, args: dict, instances: list, keys: dict, task_vars: dict, placement: dict | None) -> dict:
         # The account and directories the role's account step makes of the same settings (one table).

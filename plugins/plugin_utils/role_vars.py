@@ -101,12 +101,12 @@ def _templated_variable(templar, variables: Mapping, name: str, cache: dict):
         raise RoleVariableError(f"{name}: {err}") from None
 
 
-def judge_options(templar, variables: Mapping) -> dict:
+def judge_options(templar, variables: Mapping, cache: dict | None = None) -> dict:
     """The host judge's options from the llama_server role's variables on the host (JUDGE_OPTIONS, and ``settings``
     from its table), each variable templated as a task's argument would be, each distinct string once. A variable
     the host does not define gives no option (the module's default); the settings must all be defined (KeyError,
-    as role_settings). RoleVariableError names a variable that cannot be templated."""
-    cache: dict = {}
+    as role_settings). RoleVariableError names a variable that cannot be templated. ``cache``: as templated's."""
+    cache = {} if cache is None else cache
     found = {"settings": role_settings(templar, variables, "llama_server", cache)}
     for option, name in JUDGE_OPTIONS.items():
         if name in variables:
