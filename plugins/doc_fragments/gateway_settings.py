@@ -118,6 +118,12 @@ options:
           - HAProxy's runtime API socket (root only).
         type: str
         default: /run/haproxy/admin.sock
+      master_socket:
+        description:
+          - "HAProxy's master CLI socket (Debian's unit starts HAProxy with C(-S /run/haproxy-master.sock)): a drain
+            counts the requests of the processes a reload left finishing through it."
+        type: str
+        default: /run/haproxy-master.sock
       state_file:
         description:
           - Where the servers' states are saved before a reload (a drained instance stays drained).

@@ -12,7 +12,9 @@ version_added: "0.3.0"
 description:
   - Runs on a gateway host and talks to its HAProxy through the runtime API (a root-only UNIX socket).
   - V(drained) takes each instance out of rotation (HAProxy's C(drain) state) and waits until it holds no request,
-    or until O(timeout_s) has passed, and says which. New requests go to the other replicas of its model meanwhile;
+    or until O(timeout_s) has passed, and says which. The requests counted include those of the HAProxy processes a
+    reload left finishing their work (read through O(master_socket)): a stream that began before a reload is held
+    there only. New requests go to the other replicas of its model meanwhile;
     a model's only replica keeps its new requests waiting in the gateway's queue until it is back.
   - A model with two or more replicas keeps one in rotation. While every other replica is out of rotation on purpose
     (another rollout drained it), the drain waits for one to come back, up to O(timeout_s). Replicas down by their
@@ -43,6 +45,13 @@ options:
     description: HAProxy's runtime API socket (the gateway's C(admin_socket) setting).
     type: path
     default: /run/haproxy/admin.sock
+  master_socket:
+    description:
+      - HAProxy's master CLI socket (the gateway's C(master_socket) setting; Debian's unit starts HAProxy with
+        C(-S /run/haproxy-master.sock)).
+      - Without it, a drain counts only the current process's requests, and says so.
+    type: path
+    default: /run/haproxy-master.sock
 notes:
   - Only the Python standard library is used on the target.
 attributes:
@@ -73,6 +82,7 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.gateway import (  # noqa: E402
     RuntimeSocket,
+    master_socket,
     rotate_all,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.runtime_api import (  # noqa: E402
@@ -88,6 +98,7 @@ def main() -> None:
             "state": {"type": "str", "choices": ["drained", "ready"], "required": True},
             "timeout_s": {"type": "int", "default": DRAIN_TIMEOUT.default},
             "admin_socket": {"type": "path", "default": "/run/haproxy/admin.sock"},
+            "master_socket": {"type": "path", "default": "/run/haproxy-master.sock"},
         },
         supports_check_mode=True,
     )
@@ -96,7 +107,7 @@ def main() -> None:
     if refused:
         module.fail_json(msg=refused)
     result, failure = rotate_all(RuntimeSocket(params["admin_socket"]), names, params["state"], params["timeout_s"],
-                                 module.check_mode)
+                                 module.check_mode, master=master_socket(params["master_socket"]))
     if failure:
         module.fail_json(msg=failure, **result)
     module.exit_json(**result)

@@ -1,4 +1,5 @@
-"""Debian's HAProxy as the llama_gateway role runs it, for the integration tests: master-worker mode, the
+"""Debian's HAProxy as the llama_gateway role runs it, for the integration tests: master-worker mode with its master
+socket, the
 configuration rendered by _gateway/haproxy_config.py and checked by `haproxy -c`, driven through the runtime API."""
 
 from __future__ import annotations
@@ -47,9 +48,11 @@ class Gateway:
         self.servers = servers
         self.write(servers)
         self.log = (directory / "haproxy.log").open("wb")
-        self.proc = subprocess.Popen([haproxy_path(), "-W", "-db", "-f", str(self.config)], stdout=self.log,
-                                     stderr=subprocess.STDOUT)
+        # The master CLI's socket, as Debian's unit gives it (-S): a drain reads the old workers through it.
+        self.proc = subprocess.Popen([haproxy_path(), "-W", "-db", "-S", str(directory / "master.sock"),
+                                      "-f", str(self.config)], stdout=self.log, stderr=subprocess.STDOUT)
         self.api = gateway.RuntimeSocket(str(directory / "admin.sock"))
+        self.master = gateway.master_socket(str(directory / "master.sock"))
         self.worker = self._wait_for_worker(previous=None)
 
     def write(self, servers):

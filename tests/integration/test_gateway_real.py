@@ -287,6 +287,49 @@ def test_a_drain_lets_the_stream_finish_while_the_other_replica_serves(fleet):
     assert proxy.stats()[("model_alpha", busy)].serving
 
 
+def test_a_drain_waits_for_a_stream_that_a_reload_left_in_the_old_process(fleet):
+    """A stream that began before a reload is held by the old worker only: the new process counts nothing for its
+    server. The drain reads the old worker through the master socket and waits for the stream's end."""
+    proxy = fleet["gateway"]
+    streamed = {}
+
+    def long_stream():
+        request = urllib.request.Request(proxy.url("/v1/completions"), data=json.dumps(
+            {"model": "alpha", "prompt": "Once", "max_tokens": 600, "stream": True, "temperature": 0,
+             "ignore_eos": True}).encode(),
+            headers={"Authorization": f"Bearer {CLIENT_KEY}", "Content-Type": "application/json"})
+        events = []
+        with urllib.request.urlopen(request, timeout=300) as answer:
+            for line in answer:
+                if line.startswith(b"data: "):
+                    events.append(line)
+        streamed.update(events=events, ended=time.monotonic())
+
+    thread = threading.Thread(target=long_stream)
+    thread.start()
+    deadline = time.monotonic() + 20
+    busy = None
+    while busy is None and time.monotonic() < deadline:
+        busy = next((key[1] for key, state in proxy.stats().items() if key[0] == "model_alpha" and state.in_flight),
+                    None)
+        time.sleep(0.05)
+    assert busy, "the stream never reached a replica"
+    proxy.reload(fleet["servers"])
+    # The new process does not see the stream; the old one, asked through the master socket, does.
+    assert gateway.in_flight(proxy.api, None, busy) == (0, "")
+    assert gateway.in_flight(proxy.api, proxy.master, busy) == (1, "")
+    assert thread.is_alive()
+    result = gateway.drain(proxy.api, busy, timeout_s=240, master=proxy.master, **_paths(proxy))
+    returned = time.monotonic()
+    thread.join(timeout=60)
+    assert (result["drained"], result["in_flight_left"]) == (True, 0)
+    assert result["waited_s"] > 1
+    assert streamed["events"][-1].strip() == b"data: [DONE]"
+    # HAProxy closes the session once the last byte is sent: the client may read it a moment after the drain ends.
+    assert streamed["ended"] - returned < 5
+    gateway.ready(proxy.api, busy, **_paths(proxy))
+
+
 def test_a_single_replica_restarting_keeps_requests_waiting_in_the_gateway(fleet):
     proxy, beta = fleet["gateway"], fleet["beta"]
     result = gateway.drain(proxy.api, "h3:main", timeout_s=30, **_paths(proxy))

@@ -47,11 +47,13 @@ class ConfigRefused(GatewayError):
 
 
 class RuntimeSocket:
-    """HAProxy's runtime API: one command per connection (non-interactive mode), its whole answer back."""
+    """HAProxy's runtime API: one command per connection (non-interactive mode), its whole answer back. The master
+    CLI (``half_close``) answers once the command's side of the connection is shut: it keeps an open one waiting."""
 
-    def __init__(self, path: str, timeout_s: float = 10.0):
+    def __init__(self, path: str, timeout_s: float = 10.0, *, half_close: bool = False):
         self.path = path
         self.timeout_s = timeout_s
+        self.half_close = half_close
 
     def ask(self, line: str) -> str:
         if "\n" in line or ";" in line:
@@ -62,6 +64,8 @@ class RuntimeSocket:
                 sock.settimeout(self.timeout_s)
                 sock.connect(self.path)
                 sock.sendall(line.encode("ascii") + b"\n")
+                if self.half_close:
+                    sock.shutdown(socket.SHUT_WR)
                 while True:
                     chunk = sock.recv(65536)
                     if not chunk:
@@ -109,11 +113,39 @@ def _write_drain_times(path: str, times: Mapping[str, float]) -> None:
                          make_dirs=False)
 
 
-def drain(api: RuntimeSocket, server: str, timeout_s: float, *, lock_path: str = DRAIN_LOCK,
-          times_path: str = DRAIN_TIMES, clock: Callable[[], float] = time.monotonic,
+def master_socket(path: str | None) -> RuntimeSocket | None:
+    """HAProxy's master CLI (Debian's unit starts HAProxy with ``-S /run/haproxy-master.sock``), or None."""
+    return RuntimeSocket(path, half_close=True) if path else None
+
+
+def in_flight(api: RuntimeSocket, master: RuntimeSocket | None, server: str) -> tuple[int, str]:
+    """The requests the server holds: in the current process, and in every process a reload left finishing its
+    own (read through the master socket; a stream that began before the reload is there only). With them, what
+    could not be counted ("" when nothing)."""
+    left = sum(state.in_flight for state in runtime_api.find(api.states(), server))
+    if master is None:
+        return left, ""
+    if not os.path.exists(master.path):
+        return left, (f"HAProxy's master socket {master.path} is missing: the requests of processes a reload left "
+                      "running were not counted")
+    try:
+        for pid in runtime_api.old_workers(master.ask("show proc")):
+            answer = master.ask(runtime_api.in_worker(pid, "show stat"))
+            if runtime_api.worker_gone(answer):
+                continue  # it finished its last request and exited meanwhile
+            left += sum(state.in_flight + state.queued
+                        for state in runtime_api.find(runtime_api.parse_stat(answer), server))
+    except (GatewayError, ValueError) as err:
+        return left, f"the processes a reload left running could not be read: {err}"
+    return left, ""
+
+
+def drain(api: RuntimeSocket, server: str, timeout_s: float, *, master: RuntimeSocket | None = None,
+          lock_path: str = DRAIN_LOCK, times_path: str = DRAIN_TIMES, clock: Callable[[], float] = time.monotonic,
           sleep: Callable[[float], None] = time.sleep, wall: Callable[[], float] = time.time) -> dict:
     """Take a server out of rotation in every backend that has it, then wait until it holds no request (or the
-    timeout). Returns what happened, for the report; when it leaves rotation is recorded (``times_path``)."""
+    timeout), counting those of the processes a reload left running (``master``, the master CLI). Returns what
+    happened, for the report; when it leaves rotation is recorded (``times_path``)."""
     started = clock()
     deadline = started + timeout_s
     waited_for_others = ""
@@ -137,12 +169,12 @@ def drain(api: RuntimeSocket, server: str, timeout_s: float, *, lock_path: str =
         waited_for_others = blocked[0]
         sleep(POLL_S)
     while True:
-        left = sum(state.in_flight for state in runtime_api.find(api.states(), server))
+        left, unseen = in_flight(api, master, server)
         if not left or clock() >= deadline:
             break
         sleep(POLL_S)
     waited = clock() - started
-    words = runtime_api.drained_words(server, waited, left, int(timeout_s))
+    words = runtime_api.drained_words(server, waited, left, int(timeout_s), unseen)
     if waited_for_others:
         words += f" (first {waited_for_others})"
     return {"server": server, "drained": True, "changed": changed, "in_flight_left": left, "waited_s": round(waited, 2),
@@ -174,7 +206,7 @@ def ready(api: RuntimeSocket, server: str, *, lock_path: str = DRAIN_LOCK, times
 
 
 def rotate(api: RuntimeSocket, servers: Iterable[str], state: str, timeout_s: float,
-           check_mode: bool) -> Iterator[dict]:
+           check_mode: bool, *, master: RuntimeSocket | None = None) -> Iterator[dict]:
     """Each server drained (``state`` "drained") or back in rotation ("ready"), one result at a time, so that a
     GatewayError still leaves the results of the ones before it; in check mode, what would be done."""
     if check_mode:
@@ -184,18 +216,18 @@ def rotate(api: RuntimeSocket, servers: Iterable[str], state: str, timeout_s: fl
         return
     for server in servers:
         if state == "drained":
-            yield drain(api, server, timeout_s, lock_path=DRAIN_LOCK, times_path=DRAIN_TIMES)
+            yield drain(api, server, timeout_s, master=master, lock_path=DRAIN_LOCK, times_path=DRAIN_TIMES)
         else:
             yield ready(api, server, lock_path=DRAIN_LOCK, times_path=DRAIN_TIMES)
 
 
 def rotate_all(api: RuntimeSocket, servers: Iterable[str], state: str, timeout_s: float,
-               check_mode: bool) -> tuple[dict, str]:
+               check_mode: bool, *, master: RuntimeSocket | None = None) -> tuple[dict, str]:
     """``rotate`` over every server: (the module's result, why it stopped or ""). A GatewayError stops the
     rotation; the result then holds the servers done before it (``servers``, no ``changed``)."""
     results: list[dict] = []
     try:
-        for result in rotate(api, servers, state, timeout_s, check_mode):
+        for result in rotate(api, servers, state, timeout_s, check_mode, master=master):
             results.append(result)
     except GatewayError as err:
         return {"servers": results}, str(err)

@@ -6,7 +6,10 @@ Pure: the commands as text, the answers parsed, the decisions taken from them. T
 written by ``_converge/gateway.py``.
 
 A server is drained (``set server B/S state drain``): it takes no new request, and the ones it holds finish.
-Its requests in flight are HAProxy's current sessions for it (``scur`` in ``show stat``). Back in rotation
+Its requests in flight are HAProxy's current sessions for it (``scur`` in ``show stat``), in the current process and
+in the ones a reload left finishing their requests (the "old workers" of the master CLI's ``show proc``, each asked
+through the master socket as ``@!<pid> show stat``): a stream that began before a reload is held by the old process
+only, and the current one counts nothing for it. Back in rotation
 (``state ready``), its health is set up at once: the rollout has just seen /health and /props answer, so it
 need not wait for the next check.
 """
@@ -88,6 +91,34 @@ def parse_stat(text: str) -> list[ServerState]:
     return states
 
 
+def old_workers(show_proc: str) -> list[int]:
+    """The process ids of the workers a reload left finishing their requests, from the master CLI's ``show proc``
+    (the rows under its ``# old workers`` heading)."""
+    if not show_proc.startswith("#<PID>"):
+        raise ValueError(f"not the answer of show proc: {show_proc[:200]!r}")
+    pids, section = [], ""
+    for line in show_proc.splitlines()[1:]:
+        if line.startswith("#"):
+            section = line[1:].strip()
+            continue
+        fields = line.split()
+        if section == "old workers" and fields and fields[0].isdigit():
+            pids.append(int(fields[0]))
+    return pids
+
+
+def in_worker(pid: int, line: str) -> str:
+    """A runtime API command sent through the master socket to one worker process."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        raise ValueError(f"{pid!r} is not a process id")
+    return f"@!{pid} {line}"
+
+
+def worker_gone(answer: str) -> bool:
+    """The master's answer when the worker has exited meanwhile (its last request finished)."""
+    return answer.startswith("Can't find the target PID")
+
+
 def command(action: str, backend: str, server: str) -> str:
     """One runtime API command for one server: "drain", "ready" (back in rotation) or "up" (its health)."""
     for name in (backend, server):
@@ -137,8 +168,11 @@ def preview(states: Iterable[ServerState], server: str, state: str) -> dict:
             "words": f"{server}: {verb}" if found else f"{server}: not in this gateway"}
 
 
-def drained_words(server: str, waited_s: float, left: int, timeout_s: int) -> str:
-    """What the report says of a drain."""
+def drained_words(server: str, waited_s: float, left: int, timeout_s: int, unseen: str = "") -> str:
+    """What the report says of a drain; ``unseen`` says which requests it could not count ("" when it counted
+    them all)."""
+    if unseen:
+        return drained_words(server, waited_s, left, timeout_s) + f" ({unseen})"
     if left:
         return (f"{server}: {left} request(s) still in flight after the drain timeout ({timeout_s} s); "
                 "restarting anyway")

@@ -78,6 +78,9 @@ GATEWAY_SETTINGS: tuple[Setting, ...] = settings_table(
             doc="Where the gateway's Lua actions are installed."),
     Setting("admin_socket", "str", "/run/haproxy/admin.sock", form="path",
             doc="HAProxy's runtime API socket (root only)."),
+    Setting("master_socket", "str", "/run/haproxy-master.sock", form="path",
+            doc="HAProxy's master CLI socket (Debian's unit starts HAProxy with C(-S /run/haproxy-master.sock)): a "
+                "drain counts the requests of the processes a reload left finishing through it."),
     Setting("state_file", "str", "/var/lib/haproxy/llamafleet-server-state", form="path",
             doc="Where the servers' states are saved before a reload (a drained instance stays drained)."),
     Setting("run_user", "str", "haproxy", form="account or empty",

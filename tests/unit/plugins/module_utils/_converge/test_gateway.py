@@ -121,3 +121,71 @@ def test_the_socket_says_what_it_could_not_do(tmp_path):
         api.states()
     with pytest.raises(gateway.GatewayError, match="one command at a time"):
         api.ask("show stat; shutdown sessions")
+
+
+class Master:
+    """The master CLI of a gateway that was reloaded: old workers (pid -> {server: busy until}) that exit once
+    their last request ends; ``broken`` makes every answer a GatewayError."""
+
+    def __init__(self, clock, path, old, broken=False):
+        self.clock, self.path, self.old, self.broken = clock, str(path), old, broken
+        self.asked = []
+
+    def _alive(self):
+        return {pid: busy for pid, busy in self.old.items() if any(self.clock() < until for until in busy.values())}
+
+    def ask(self, line):
+        self.asked.append(line)
+        if self.broken:
+            raise gateway.GatewayError(f"HAProxy's runtime API at {self.path} did not answer 'show': refused")
+        if line == "show proc":
+            rows = "".join(f"{pid} worker 1 0d00h00m09s 2.6.12\n" for pid in self._alive())
+            return f"#<PID> <type> <reloads> <uptime> <version>\n1 master 1 0d00h00m09s 2.6.12\n# workers\n" \
+                   f"2 worker 0 0d00h00m01s 2.6.12\n# old workers\n{rows}# programs\n\n"
+        pid, command = line[2:].split(" ", 1)
+        assert command == "show stat"
+        busy = self._alive().get(int(pid))
+        if busy is None:
+            return f"Can't find the target PID matching the prefix '@!{pid}'\n"
+        rows = "".join(f"model_m,{name},0,0,{int(self.clock() < until)},1,1,1,UP\n" for name, until in busy.items())
+        return "# pxname,svname,qcur,qmax,scur,smax,slim,stot,status\n" + rows
+
+
+def _master_drain(runtime, master, clock, server, timeout_s, *, tmp_path):
+    return gateway.drain(runtime, server, timeout_s, master=master, lock_path=str(tmp_path / "lock"),
+                         times_path=str(tmp_path / "drained.json"), clock=clock, sleep=clock.sleep,
+                         wall=lambda: 1000.0)
+
+
+def test_drain_waits_for_a_stream_an_old_process_holds(tmp_path):
+    """A stream began before a reload: the current process counts nothing for the server, the old one does."""
+    clock = Clock()
+    (tmp_path / "master.sock").touch()
+    runtime = Runtime(clock, {"h1:main": {"backend": "model_m", "status": "UP"},
+                              "h2:main": {"backend": "model_m", "status": "UP"}})
+    master = Master(clock, tmp_path / "master.sock", {700: {"h1:main": 4.0, "h2:main": 6.0}, 701: {"h1:main": 5.0}})
+    result = _master_drain(runtime, master, clock, "h1:main", 30, tmp_path=tmp_path)
+    assert (result["in_flight_left"], result["waited_s"]) == (0, 5.0)
+    assert result["words"] == "h1:main: drained, no request in flight (waited 5.0 s)"
+    # After 6 s both old workers are gone: the master is asked for the list only.
+    master.asked.clear()
+    _master_drain(runtime, master, clock, "h2:main", 30, tmp_path=tmp_path)
+    assert master.asked == ["show proc"]
+
+
+def test_drain_says_what_it_could_not_count(tmp_path):
+    clock = Clock()
+    runtime = Runtime(clock, {"h1:main": {"backend": "model_m", "status": "UP"}})
+    missing = _master_drain(runtime, Master(clock, tmp_path / "none.sock", {}), clock, "h1:main", 30,
+                            tmp_path=tmp_path)
+    assert missing["words"] == (
+        f"h1:main: drained, no request in flight (waited 0.0 s) (HAProxy's master socket {tmp_path / 'none.sock'} "
+        "is missing: the requests of processes a reload left running were not counted)")
+    (tmp_path / "master.sock").touch()
+    broken = _master_drain(runtime, Master(clock, tmp_path / "master.sock", {}, broken=True), clock, "h1:main", 30,
+                           tmp_path=tmp_path)
+    assert broken["words"].endswith("(the processes a reload left running could not be read: HAProxy's runtime API "
+                                    f"at {tmp_path / 'master.sock'} did not answer 'show': refused)")
+    # Without a master socket to read (the argument left out), nothing is said.
+    assert _drain(runtime, clock, "h1:main", 30, tmp_path)["words"] == (
+        "h1:main: drained, no request in flight (waited 0.0 s)")

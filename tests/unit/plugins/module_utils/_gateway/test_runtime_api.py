@@ -114,3 +114,59 @@ def test_server_names(instances, timeout_s, names, refused):
 def test_preview(server, state, changed, words):
     assert runtime_api.preview(runtime_api.parse_stat(STAT), server, state) == {
         "server": server, "changed": changed, "words": words}
+
+
+# Captured from HAProxy 2.6.12 (Debian bookworm), the master CLI's `show proc` one second after a reload, while the
+# old worker still held a stream.
+# (HAProxy pads the heading line with spaces.)
+SHOW_PROC = "#<PID>          <type>          <reloads>       <uptime>        <version>" + " " * 6 + """
+24330           master          1 [failed: 0]   0d00h00m03s     2.6.12-1+deb12u4
+# workers
+24343           worker          0               0d00h00m01s     2.6.12-1+deb12u4
+# old workers
+24333           worker          1               0d00h00m03s     2.6.12-1+deb12u4
+# programs
+
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "pids"),
+    [
+        (SHOW_PROC, [24333]),
+        # No reload pending: no old worker.
+        (SHOW_PROC.replace("24333           worker          1               0d00h00m03s     2.6.12-1+deb12u4\n", ""),
+         []),
+        # Two reloads in a row, both old workers still finishing; a program section after them is not a worker.
+        (SHOW_PROC.replace("# programs\n", "24321           worker          2               0d00h00m09s     2.6.12\n"
+                           "# programs\n4242            program         0               0d00h00m09s     -\n"),
+         [24333, 24321]),
+    ],
+    ids=["one old worker", "none", "two, and a program"],
+)
+def test_old_workers(text, pids):
+    assert runtime_api.old_workers(text) == pids
+
+
+@pytest.mark.parametrize("text", ["", "Unknown command, but maybe one of the following ones is a better match:\n"])
+def test_old_workers_refuses_other_answers(text):
+    with pytest.raises(ValueError, match="not the answer of show proc"):
+        runtime_api.old_workers(text)
+
+
+@pytest.mark.parametrize(("pid", "line"), [(24333, "@!24333 show stat"), (0, None), (-3, None), ("24333", None),
+                                           (True, None)])
+def test_in_worker(pid, line):
+    if line is None:
+        with pytest.raises(ValueError, match="is not a process id"):
+            runtime_api.in_worker(pid, "show stat")
+    else:
+        assert runtime_api.in_worker(pid, "show stat") == line
+
+
+def test_worker_gone_and_unseen_words():
+    # Captured from HAProxy 2.6.12: the master's answer for a worker that has exited.
+    assert runtime_api.worker_gone("Can't find the target PID matching the prefix '@!999999'\n")
+    assert not runtime_api.worker_gone(STAT)
+    assert runtime_api.drained_words("h1:main", 0.25, 0, 300, "no master socket") == (
+        "h1:main: drained, no request in flight (waited 0.2 s) (no master socket)")
