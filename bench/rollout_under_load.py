@@ -1,6 +1,6 @@
 """A preset rollout under load, through the fleet's gateway, on the local fleet (scripts/fleet.sh).
 
-    bench/rollout_under_load.py [--hosts 2] [--fleet default|tiny] [--surge 0[,100%]] [--clients 4] [--steady-s 20]
+    bench/rollout_under_load.py [--hosts 2] [--fleet default|tiny] [--surge 0[,100%]] [--clients 4] [--steady-s 60]
 
 Brings up N nspawn hosts (the gateway on the first one) and deploys with playbooks/deploy-llm.yml either
 
@@ -13,7 +13,8 @@ Brings up N nspawn hosts (the gateway on the first one) and deploys with playboo
 then measures, in one run:
 
 - steady state: a constant load of clients on the gateway (short and streaming completions, bench/gateway_load.py)
-  for --steady-s seconds: requests, failures, p50 and p99 latency;
+  and a long streaming completion, as during the rollout, for --steady-s seconds: requests, failures, p50 and p99
+  latency;
 - a rollout of every preset's context halved, under the same load, with llama_fleet_max_surge = --surge (0: each
   replica drained first, within llama_fleet_max_unavailable, 25 % by default): requests, failures (the goal: 0), p50
   and p99 latency against the steady state's (the goal: at most 2x), the rollout's duration; meanwhile a long
@@ -184,7 +185,9 @@ def post(url: str, body: bytes, headers: dict, timeout: float = 120) -> tuple[in
         return err.code, err.read()
 
 
-def long_stream(url: str, key: str, model: str, out: dict) -> None:
+def long_stream(url: str, key: str, model: str, out: dict, stop: threading.Event | None = None) -> None:
+    """A 1,500-token streamed completion through the gateway; ``stop`` set ends it early (the client hangs up, and
+    the engine stops generating)."""
     body = json.dumps({"model": model, "prompt": "Write a long story about a lighthouse keeper.", "max_tokens": 1500,
                        "stream": True, "ignore_eos": True}).encode()
     request = urllib.request.Request(url + "/v1/completions", data=body, headers={
@@ -197,6 +200,8 @@ def long_stream(url: str, key: str, model: str, out: dict) -> None:
                 if line.startswith(b"data: "):
                     events += 1
                     last = line.strip()
+                if stop is not None and stop.is_set():
+                    break
     except OSError as err:
         out["error"] = repr(err)
     out.update(events=events, complete=last == b"data: [DONE]", seconds=time.monotonic() - started)
@@ -337,7 +342,7 @@ def main() -> None:
                         help="llama_fleet_max_surge for the rollout (0, a number, N%%); two, comma-separated "
                              "(0,100%%): the first for the rollout, the second for the measured rollout back")
     parser.add_argument("--clients", type=int, default=4)
-    parser.add_argument("--steady-s", type=float, default=20)
+    parser.add_argument("--steady-s", type=float, default=60)
     parser.add_argument("--skip-extras", action="store_true",
                         help="only the rollout (no gateway overhead, no bad requests): the CI smoke step")
     args = parser.parse_args()
@@ -359,9 +364,15 @@ def main() -> None:
     url = f"http://{hosts[0]['address']}:8000"
     sampler = gateway_rotation.RotationSampler(f"http://{hosts[0]['address']}:8405/metrics", key).start()
 
+    # The steady state carries the rollout's load: the clients and a long stream, which holds one replica's slot.
     steady_from = time.time()
+    hang_up, steady_stream = threading.Event(), {}
     with Load(url, args.clients, fleet.model) as load:
+        streamer = threading.Thread(target=long_stream, args=(url, key, fleet.model, steady_stream, hang_up))
+        streamer.start()
         time.sleep(args.steady_s)
+        hang_up.set()
+    streamer.join()
     steady = {"records": load.records, "seconds": args.steady_s,
               "rotation": sampler.summary(steady_from, time.time())}
     print(f"\n{args.hosts} hosts, fleet {args.fleet}, {args.clients} clients asking for {fleet.model}; first deploy "
