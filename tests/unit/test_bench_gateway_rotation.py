@@ -1,7 +1,10 @@
 """bench/gateway_rotation.py: the servers in rotation per backend, read from a real capture of HAProxy's exporter
 (tests/unit/fixtures/gateway/README.md), and the sampler's summary."""
 
+import http.server
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -38,3 +41,36 @@ def test_the_summary_gives_the_fewest_seen_and_the_longest_gap():
     assert (summary["samples"], summary["longest_gap_s"]) == (4, 0.3)
     assert sampler.summary(since=10.6)["backends"] == {"m": {"min": 3, "max": 3, "min_at": 10.7},
                                                        "n": {"min": 1, "max": 1, "min_at": 10.7}}
+
+
+def test_the_sampler_samples_in_a_process_of_its_own_with_the_key_off_its_argv():
+    """A real child process against a local HTTP server that answers the capture only with the key."""
+    seen_argv = []
+
+    class Exporter(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = CAPTURE.read_bytes() if self.headers.get("Authorization") == "Bearer k-123" else b""
+            self.send_response(200 if body else 401)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Exporter)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+    try:
+        good = gateway_rotation.RotationSampler(url, "k-123", interval_s=0.05).start()
+        seen_argv.extend(good._child.args)
+        bad = gateway_rotation.RotationSampler(url, "wrong", interval_s=0.05).start()
+        time.sleep(1.0)
+        summary, refused = good.stop(), bad.stop()
+    finally:
+        server.shutdown()
+    assert summary["samples"] >= 3
+    assert summary["errors"] == 0
+    assert summary["backends"] == {"model_tiny": {"min": 1, "max": 1, "min_at": good.samples[0][0]},
+                                   "model_other": {"min": 1, "max": 1, "min_at": good.samples[0][0]}}
+    assert (refused["samples"], refused["errors"] >= 3) == (0, True)
+    assert "k-123" not in " ".join(seen_argv)

@@ -130,10 +130,23 @@ SHOW_PROC = "#<PID>          <type>          <reloads>       <uptime>        <ve
 """
 
 
+# The same from HAProxy 3.0.11 (Debian trixie).
+SHOW_PROC_3_0 = "#<PID>          <type>          <reloads>       <uptime>        <version>" + " " * 6 + """
+10345           master          1 [failed: 0]   0d00h00m04s     3.0.11-1+deb13u4
+# workers
+10442           worker          0               0d00h00m01s     3.0.11-1+deb13u4
+# old workers
+10386           worker          1               0d00h00m03s     3.0.11-1+deb13u4
+# programs
+
+"""
+
+
 @pytest.mark.parametrize(
     ("text", "pids"),
     [
         (SHOW_PROC, [24333]),
+        (SHOW_PROC_3_0, [10386]),
         # No reload pending: no old worker.
         (SHOW_PROC.replace("24333           worker          1               0d00h00m03s     2.6.12-1+deb12u4\n", ""),
          []),
@@ -142,7 +155,7 @@ SHOW_PROC = "#<PID>          <type>          <reloads>       <uptime>        <ve
                            "# programs\n4242            program         0               0d00h00m09s     -\n"),
          [24333, 24321]),
     ],
-    ids=["one old worker", "none", "two, and a program"],
+    ids=["one old worker", "HAProxy 3.0", "none", "two, and a program"],
 )
 def test_old_workers(text, pids):
     assert runtime_api.old_workers(text) == pids
