@@ -13,8 +13,8 @@ description:
   - Runs on a gateway host and talks to its HAProxy through the runtime API (a root-only UNIX socket).
   - V(drained) takes each instance out of rotation (HAProxy's C(drain) state) and waits until it holds no request,
     or until O(timeout_s) has passed, and says which. The requests counted include those of the HAProxy processes a
-    reload left finishing their work (read through O(master_socket)): a stream that began before a reload is held
-    there only. New requests go to the other replicas of its model meanwhile;
+    reload left finishing their work, read through O(master_socket), since a stream that began before a reload is
+    held there only. New requests go to the other replicas of its model meanwhile;
     a model's only replica keeps its new requests waiting in the gateway's queue until it is back.
   - A model with two or more replicas keeps one in rotation. While every other replica is out of rotation on purpose
     (another rollout drained it), the drain waits for one to come back, up to O(timeout_s). Replicas down by their
