@@ -420,12 +420,11 @@ class PlaybookRun:
         assert len(args["instances"]) == 1, args["instances"]  # the hand-placed main: nothing placed yet
         assert len(deployments) == self.fleet.deployments
         assert deployments[0]["settings"]["host"] == self.fleet.address(self.all_hosts[-1]), deployments[0]
-        # The hosts' side: each reachable host's judge (recorded), registered and reported as the role does.
+        # The hosts' side: each reachable host's judge (recorded), registered as the role does (the share's set_fact
+        # below records its report).
         for host in self.reached:
             judged = judgement(self.fleet, host, placed[host], versions)
-            self.variables.set_nonpersistent_facts(host, {"_llama_server_judgement": judged,
-                                                          "llama_server_report": judged["report"],
-                                                          "llama_server_failure": ""})
+            self.variables.set_nonpersistent_facts(host, {"_llama_server_judgement": judged})
         with self.step("fleet_deploy"):
             placement, _variables = self.action_task(play, "Place the fleet's deployments", fleet_deployments, first)
             self.register(self.reached, "_llama_fleet_placed", placement)
