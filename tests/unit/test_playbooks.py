@@ -114,3 +114,34 @@ def test_the_placement_playbook_places_a_fleet_from_a_file_without_any_host(tmp_
                               text=True, check=False, timeout=120, env=env)
     assert relative.returncode == 0, relative.stdout + relative.stderr
     assert json.loads((tmp_path / "relative.json").read_text()) == result
+
+
+def test_a_refused_fleet_setting_fails_every_host_with_one_task(tmp_path):
+    """The judge play's own first tasks (fleet_run, then its refusal, run once) on three local hosts with a bound
+    that is a word: the run fails naming it, the refusal ran once, and no host reaches the next task."""
+    root = os.path.dirname(os.path.abspath(conftest.__file__))
+    with open(os.path.join(root, "playbooks", "deploy_llm.yml"), encoding="utf-8") as handle:
+        plays = yaml.safe_load(handle)
+    judge = next(play for play in plays if play["name"] == "Judge the fleet against its plans")
+    names = ["Say which hosts this run holds", "Refuse a run whose fleet settings are wrong"]
+    tasks = [next(task for task in judge["tasks"] if task["name"] == name) for name in names]
+    harness = [{"name": "Judge", "hosts": judge["hosts"], "gather_facts": False,
+                "vars_files": [os.path.join(root, "playbooks", "vars", "fleet.yml")], "vars": judge["vars"],
+                "tasks": [*tasks, {"name": "Reached",
+                                   "ansible.builtin.debug": {"msg": "reached {{ inventory_hostname }}"}}]},
+               {"name": "Later", "hosts": "llama_fleet", "gather_facts": False,
+                "tasks": [{"ansible.builtin.debug": {"msg": "later {{ inventory_hostname }}"}}]}]
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(harness))
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    inventory = {"all": {"children": {"llama_fleet": {"hosts": {"h1": {}, "h2": {}, "h3": {}}, "vars": local}}}}
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    proc = subprocess.run(
+        [BIN, "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml"),
+         "-e", "llama_fleet_max_unavailable=some"],
+        cwd=tmp_path, capture_output=True, text=True, check=False, timeout=120,
+        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": conftest.collection_path(), "ANSIBLE_NOCOLOR": "1"})
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "llama_fleet_max_unavailable" in proc.stdout
+    assert proc.stdout.count("fatal: [") == 1  # one task, not one per host
+    assert "reached " not in proc.stdout
+    assert "later " not in proc.stdout
