@@ -89,6 +89,9 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.runti
     DRAIN_TIMEOUT,
     server_names,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.settings import (  # noqa: E402
+    BY_NAME as GATEWAY_SETTING,
+)
 
 
 def main() -> None:
@@ -97,8 +100,9 @@ def main() -> None:
             "instances": {"type": "list", "elements": "dict", "required": True},
             "state": {"type": "str", "choices": ["drained", "ready"], "required": True},
             "timeout_s": {"type": "int", "default": DRAIN_TIMEOUT.default},
-            "admin_socket": {"type": "path", "default": "/run/haproxy/admin.sock"},
-            "master_socket": {"type": "path", "default": "/run/haproxy-master.sock"},
+            # The sockets' defaults are the gateway settings' (the role passes its own values).
+            "admin_socket": {"type": "path", "default": GATEWAY_SETTING["admin_socket"].default},
+            "master_socket": {"type": "path", "default": GATEWAY_SETTING["master_socket"].default},
         },
         supports_check_mode=True,
     )

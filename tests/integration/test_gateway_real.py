@@ -239,22 +239,23 @@ def test_each_replica_takes_its_slot_count_and_the_rest_queue_in_the_gateway(fle
     assert int(alpha["BACKEND"]["qmax"]) >= 1  # the others waited in the gateway's queue
 
 
-def test_a_drain_lets_the_stream_finish_while_the_other_replica_serves(fleet):
-    proxy = fleet["gateway"]
-    streamed = {}
+def _stream_on_alpha(proxy, body: dict, timeout: float) -> tuple[threading.Thread, dict, str]:
+    """A streamed completion of "alpha" through the gateway, in a thread: the thread, what it received (``events``,
+    and ``ended``, when its last line was read) and the replica whose session holds it."""
+    streamed: dict = {}
 
-    def long_stream():
+    def stream():
         request = urllib.request.Request(proxy.url("/v1/completions"), data=json.dumps(
-            {"model": "alpha", "prompt": "Once", "max_tokens": 160, "stream": True, "temperature": 0}).encode(),
+            {"model": "alpha", "prompt": "Once", "stream": True, "temperature": 0, **body}).encode(),
             headers={"Authorization": f"Bearer {CLIENT_KEY}", "Content-Type": "application/json"})
         events = []
-        with urllib.request.urlopen(request, timeout=120) as answer:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
             for line in answer:
                 if line.startswith(b"data: "):
                     events.append(line)
-        streamed["events"] = events
+        streamed.update(events=events, ended=time.monotonic())
 
-    thread = threading.Thread(target=long_stream)
+    thread = threading.Thread(target=stream)
     thread.start()
     deadline = time.monotonic() + 20
     busy = None
@@ -263,6 +264,12 @@ def test_a_drain_lets_the_stream_finish_while_the_other_replica_serves(fleet):
                     None)
         time.sleep(0.05)
     assert busy, "the stream never reached a replica"
+    return thread, streamed, busy
+
+
+def test_a_drain_lets_the_stream_finish_while_the_other_replica_serves(fleet):
+    proxy = fleet["gateway"]
+    thread, streamed, busy = _stream_on_alpha(proxy, {"max_tokens": 160}, timeout=120)
     other = "h2:main" if busy == "h1:main" else "h1:main"
     waiter = {}
     drainer = threading.Thread(target=lambda: waiter.update(gateway.drain(
@@ -291,29 +298,7 @@ def test_a_drain_waits_for_a_stream_that_a_reload_left_in_the_old_process(fleet)
     """A stream that began before a reload is held by the old worker only: the new process counts nothing for its
     server. The drain reads the old worker through the master socket and waits for the stream's end."""
     proxy = fleet["gateway"]
-    streamed = {}
-
-    def long_stream():
-        request = urllib.request.Request(proxy.url("/v1/completions"), data=json.dumps(
-            {"model": "alpha", "prompt": "Once", "max_tokens": 600, "stream": True, "temperature": 0,
-             "ignore_eos": True}).encode(),
-            headers={"Authorization": f"Bearer {CLIENT_KEY}", "Content-Type": "application/json"})
-        events = []
-        with urllib.request.urlopen(request, timeout=300) as answer:
-            for line in answer:
-                if line.startswith(b"data: "):
-                    events.append(line)
-        streamed.update(events=events, ended=time.monotonic())
-
-    thread = threading.Thread(target=long_stream)
-    thread.start()
-    deadline = time.monotonic() + 20
-    busy = None
-    while busy is None and time.monotonic() < deadline:
-        busy = next((key[1] for key, state in proxy.stats().items() if key[0] == "model_alpha" and state.in_flight),
-                    None)
-        time.sleep(0.05)
-    assert busy, "the stream never reached a replica"
+    thread, streamed, busy = _stream_on_alpha(proxy, {"max_tokens": 600, "ignore_eos": True}, timeout=300)
     proxy.reload(fleet["servers"])
     # The new process does not see the stream; the old one, asked through the master socket, does.
     assert gateway.in_flight(proxy.api, None, busy) == (0, "")
