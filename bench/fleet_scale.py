@@ -11,13 +11,15 @@ controller's side of one deploy run in-process, in the playbook's order, with ea
 VariableManager.get_vars and its arguments templated from the playbook's own text (so Ansible's lazy templating of
 ``hostvars`` and of the group_vars is counted as in a real run):
 
-  fleet_run        the action fleet_run, then fleet_metrics_targets validate_only
+  fleet_run        the action fleet_run (which also checks the scrape targets file)
   judge_args       per host: the arguments of the role's judge task (llama_server_host) templated, and the options
                    its action reads from the role's variables (role_variables: role_vars.judge_options; the
                    instances are _llama_server_all_instances, which reads the play's llama_server_stop_instances),
                    and the host's llama_fleet_deployments templated by the action (place: each distinct string once)
   fleet_deploy     the action fleet_deployments (placement from the judges' readings, the ledger, the scope)
   host_facts       per host: the judge play's set_fact of its share (placed_instances, the lookup) and its status
+  gw_judge         the first gateway play's judge of each gateway (llama_gateway_judge; with hosts still to roll
+                   out, the gateway keeps their servers and is not current: the role runs)
   gw_servers       for each of the three gateway plays: the set_fact of gateway_servers over hostvars (with the
                    play's llama_gateway_keep_hosts: unfinished_hosts), once for the play's gateways (run_once)
   gw_render        per gateway play: llama_gateway_config's arguments templated and JSON-encoded on the controller,
@@ -80,6 +82,7 @@ from ansible.inventory.manager import InventoryManager  # noqa: E402
 from ansible.parsing.dataloader import DataLoader  # noqa: E402
 from ansible.playbook import Playbook  # noqa: E402
 from ansible.playbook.block import Block  # noqa: E402
+from ansible.playbook.play import Play  # noqa: E402
 from ansible.template import Templar  # noqa: E402
 from ansible.vars.clean import module_response_deepcopy, strip_internal_keys  # noqa: E402
 from ansible.vars.hostvars import HostVars  # noqa: E402
@@ -92,6 +95,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.action import (  # noqa: E4
     fleet_rollout,
     fleet_run,
     fleet_summary,
+    llama_gateway_judge,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import gateway  # noqa: E402
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import (  # noqa: E402
@@ -121,8 +125,9 @@ from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.templated impo
 PLAYBOOK = os.path.join(ROOT, "playbooks", "deploy_llm.yml")
 LUA = os.path.join(ROOT, "roles", "llama_gateway", "files", "llamafleet.lua")
 HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
-STEPS = ("fleet_run", "judge_args", "fleet_deploy", "host_facts", "gw_servers", "gw_render", "haproxy_check",
-         "fleet_rollout", "removal_hosts", "removals", "fleet_summary", "fleet_ledger", "fleet_targets")
+STEPS = ("fleet_run", "judge_args", "fleet_deploy", "host_facts", "gw_judge", "gw_servers", "gw_render",
+         "haproxy_check", "fleet_rollout", "removal_hosts", "removals", "fleet_summary", "fleet_ledger",
+         "fleet_targets")
 DEPLOYMENTS = 50
 GATEWAYS = ("gw1", "gw2")
 CARDS = 8
@@ -360,6 +365,19 @@ class PlaybookRun:
     def task(self, play: str, name: str):
         return next(task for task in tasks_of(self.plays[play].compile()) if task.name == name)
 
+    def role_play(self, play: str) -> str:
+        """The play's name for the gateway role it includes (include_role: loaded when it runs), as a play of the
+        same variables with the role in it, so that the role's tasks and their variables are read as the strategy
+        would after the include."""
+        name = f"{play} (llama_gateway)"
+        if name not in self.plays:
+            original = self.plays[play]
+            self.plays[name] = Play.load({"name": name, "hosts": original.hosts, "gather_facts": False,
+                                          "vars_files": original.vars_files, "vars": original.vars,
+                                          "roles": [{"role": "llamafleet.llamacpp.llama_gateway"}]},
+                                         variable_manager=self.variables, loader=self.loader)
+        return name
+
     def task_vars(self, play: str, task, host: str, play_hosts: list[str] | None = None) -> dict:
         """The task's variables on the host, as the strategy gets them (the play's hosts: the fleet, else
         ``play_hosts``; ansible_play_hosts leaves out the play's removed hosts)."""
@@ -399,10 +417,7 @@ class PlaybookRun:
             self.variables.set_host_facts("localhost", result["ansible_facts"])
             # run_once: the strategy registers the result for every host of the play (the unreachable ones too).
             self.register(self.all_hosts, "_llama_fleet_read", result)
-            checked, _variables = self.action_task(play, "Check the scrape targets file", fleet_metrics_targets,
-                                                   first)
-        assert not result["ansible_facts"]["llama_fleet_run"]["refusal"], result
-        assert not checked.get("failed"), checked
+        assert not result.get("failed"), result
         # The judge's arguments, templated per host on the controller before its module runs there (the action's
         # own input checks are not counted; what the judge returns is recorded below).
         judges = self.task(play, "Judge this host against its plans (changes nothing)")
@@ -435,9 +450,19 @@ class PlaybookRun:
                 self.variables.set_nonpersistent_facts(host, self.template(self.task_vars(play, shares, host),
                                                                            shares.args))
 
-    def gateway_play(self, play: str) -> None:
+    def gateway_play(self, play: str, *, judged: bool = False) -> None:
         """The llama_gateway role on each gateway: the fleet's servers (controller), the configuration rendered and
-        checked (the gateway host's module, once: every gateway renders the same file), the gateway's facts."""
+        checked (the gateway host's module, once: every gateway renders the same file), the gateway's facts. With
+        ``judged`` (the first gateway play), each gateway is judged first; the role runs on those that have work."""
+        if judged:
+            with self.step("gw_judge"):
+                for host in GATEWAYS:
+                    task = self.task(play, "Judge this gateway from what its host's judge read (changes nothing)")
+                    variables = self.task_vars(play, task, host, list(GATEWAYS))
+                    found = self.run_action(llama_gateway_judge, self.template(variables, task.args), variables)
+                    assert not found["current"], found  # hosts still roll out: the role runs
+                    self.register([host], "_llama_gateway_judgement", found)
+        play = self.role_play(play)
         servers = self.task(play, "Keep the fleet's servers, their keys and the notes, once for the play's gateways")
         writes = self.task(play, "Write the gateway's Lua actions and configuration from the fleet's running instances")
         records = self.task(play, "Record the gateway's URL")
@@ -555,7 +580,7 @@ def one_run(fleet: Fleet, inventory_path: str, playbook: Playbook, loader: DataL
     inventory = InventoryManager(loader=loader, sources=[inventory_path])
     run = PlaybookRun(fleet, inventory_path, playbook, loader, inventory)
     run.judge_play(placed, versions)
-    run.gateway_play("Configure the fleet's gateways from what runs")
+    run.gateway_play("Configure the fleet's gateways from what runs", judged=True)
     order = run.rollout_play()
     run.rollout_done(order)
     gateways = run.removal_hosts()

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import scrape_targets
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner import preset_layers
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.files import read_bytes, write_atomically
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.files import write_atomically
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import fleet_run, role_vars
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.controller_action import ControllerAction
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.host_reads import read_once
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.targets_file import TargetsFileError, read_targets
 
 ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
@@ -48,15 +49,9 @@ class ActionModule(ControllerAction):
         result: dict = {}
         path = args["path"]
         try:
-            before = read_bytes(path)
-        except OSError as err:
-            return {**result, "failed": True, "msg": f"cannot read the scrape targets file {path}: {err}"}
-        try:
-            previous = scrape_targets.read_previous(before.decode("utf-8") if before else "")
-        except (scrape_targets.TargetsFileError, UnicodeDecodeError) as err:
-            return {**result, "failed": True,
-                    "msg": f"{path} was not written by this collection, so it is left as it is: {err}; move it "
-                           "away or set llama_fleet_metrics_targets_path to another file"}
+            before, previous = read_targets(path)
+        except TargetsFileError as err:
+            return {**result, "failed": True, "msg": str(err)}
         if args["validate_only"]:
             return {**result, "changed": False, "path": path}
 

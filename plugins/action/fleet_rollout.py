@@ -3,7 +3,7 @@
 """The deploy playbook's rollout, once, on the controller: the hosts with work in order (the canary first) and the
 batch sizes, as the fact ``llama_fleet_rollout`` (plugin_utils/fleet_run.py) that the rollout play reads by name,
 with each model's bound (``allowed``) and a ``refusal`` when a model would restart while its bound lets none of its
-replicas out (the playbook fails every host with it, before the rollout)."""
+replicas out: the task then fails with it (run once, it fails every host of the play, before the rollout)."""
 
 from __future__ import annotations
 
@@ -37,4 +37,5 @@ class ActionModule(ControllerAction):
         except (TypeError, ValueError) as err:
             return {"failed": True, "msg": f"llama_fleet_serial {args['serial']!r}: {err}; accepted: a number, a "
                                            "percentage (\"25%\") or a list of them, as a play's serial"}
-        return {"changed": False, "ansible_facts": {ROLLOUT_FACT: planned}}
+        found = {"changed": False, "ansible_facts": {ROLLOUT_FACT: planned}}
+        return {**found, "failed": True, "msg": planned["refusal"]} if planned.get("refusal") else found

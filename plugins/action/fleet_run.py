@@ -1,9 +1,9 @@
 # Copyright: (c) 2026, llamafleet maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The deploy playbook's run, once, on the controller: its hosts, the fleet's inventory and its gateways, as the fact
-``llama_fleet_run`` (plugin_utils/fleet_run.py) that every play reads by name; and the fleet's settings checked
-before anything changes (``refusal`` in the fact: the playbook fails every host with it, since a failed run_once
-task would fail one host only)."""
+``llama_fleet_run`` (plugin_utils/fleet_run.py) that every play reads by name; and the fleet's settings and its
+scrape targets file checked before anything changes: the task fails with what is wrong (run once, it fails every
+host of the play), and the fact's ``refusal`` says it too."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import fleet_l
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.controller_action import ControllerAction
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.fleet_run import RUN_FACT, run_facts
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.host_reads import read_once
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.targets_file import TargetsFileError, read_targets
 
 ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
@@ -26,6 +27,7 @@ ARGUMENT_SPEC = {
     "max_unavailable": {"type": "raw", "default": None},
     "max_surge": {"type": "raw", "default": None},
     "deployments": {"type": "raw", "default": None},
+    "metrics_targets_path": {"type": "str", "default": None},
 }
 
 
@@ -47,11 +49,23 @@ class ActionModule(ControllerAction):
         more, cordoned, stopping = fleet_ledger.settings_refusal(
             read_once(task_vars.get("hostvars") or {}), args["inventory_hosts"], unreachable=args["unreachable"],
             ledger_path=args["ledger_path"], fleet=args["fleet_name"], request=request)
-        refusals = (refusal, more, _bounds_refusal(args))
+        refusals = (refusal, more, _bounds_refusal(args), _targets_refusal(args["metrics_targets_path"]))
         facts.update(refusal="; ".join(part for part in refusals if part), cordoned=cordoned, stopping=stopping,
                      cordon=sorted(host for host, state in request.items() if state),
                      uncordon=sorted(host for host, state in request.items() if not state))
-        return {"changed": False, "ansible_facts": {RUN_FACT: facts}}
+        found = {"changed": False, "ansible_facts": {RUN_FACT: facts}}
+        return {**found, "failed": True, "msg": facts["refusal"]} if facts["refusal"] else found
+
+
+def _targets_refusal(path: str | None) -> str:
+    """Why the scrape targets file cannot be written at the end of the run (not this collection's), or ""."""
+    if not path:
+        return ""
+    try:
+        read_targets(path)
+    except TargetsFileError as err:
+        return str(err)
+    return ""
 
 
 def _bounds_refusal(args: dict) -> str:

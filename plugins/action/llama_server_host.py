@@ -20,6 +20,7 @@ import time
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.settings import gateway_settings
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.role import (
     input_errors,
     instances_in_state,
@@ -56,6 +57,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.target import 
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.templated import templated
 
 JUDGE_MODULE = "llamafleet.llamacpp.llama_server_judge"
+GATEWAY_READ_PATHS = ("config_path", "lua_path", "state_file", "admin_socket")
 NO_RUNTIME = "the planning runtime is not installed yet"
 
 ARGUMENT_SPEC = {
@@ -76,6 +78,8 @@ ARGUMENT_SPEC = {
     "deployments": {"type": "list", "elements": "raw", "default": None},
     # Without deployments: take them from the host's llama_fleet_deployments (templated here, each string once).
     "place": {"type": "bool", "default": False},
+    # This host is also one of the run's gateways: read what the gateway has in the same run (llama_gateway_judge).
+    "read_gateway": {"type": "bool", "default": False},
     # The options the task leaves out, from the llama_server role's variables on the host (role_vars.JUDGE_OPTIONS).
     "role_variables": {"type": "bool", "default": False},
 }
@@ -144,7 +148,11 @@ class ActionModule(ActionBase):
                 item["placement"] = placement_record(instance["placement"], instance.get("port"),
                                                      instance.get("cuda_visible_devices"))
             instances.append(item)
-        found = self._judge(args, instances, keys, task_vars, placement)
+        # What the judge reads besides the host's instances: the placement's needs, and the gateway on a gateway host.
+        reads = {"placement": placement,
+                 "gateway": self._gateway_paths(task_vars, strings) if args["read_gateway"] else None}
+        found = self._judge(args, instances, keys, task_vars, {part: value for part, value in reads.items()
+                                                               if value is not None})
         result.update(scrub(found, *keys.values()))
         return result
 
@@ -160,7 +168,19 @@ class ActionModule(ActionBase):
         raw = task_vars.get(role_vars.DEPLOYMENTS)
         return None if raw is None else templated(self._templar, raw, strings)
 
-    def _judge(self, args: dict, instances: list, keys: dict, task_vars: dict, placement: dict | None) -> dict:
+    def _gateway_paths(self, task_vars: dict, strings: dict) -> dict | None:
+        """The paths the judge reads of this host's gateway, from its settings; None when they are wrong (the gateway
+        role says so when it runs: a gateway that is not read is configured as usual)."""
+        try:
+            raw = role_vars.gateway_variables(self._templar, task_vars, strings, secrets=False)
+        except role_vars.RoleVariableError:
+            return None
+        settings, errors = gateway_settings({**raw, "allow_open": True})  # its keys are not read here
+        if errors:
+            return None
+        return {name: getattr(settings, name) for name in GATEWAY_READ_PATHS}
+
+    def _judge(self, args: dict, instances: list, keys: dict, task_vars: dict, reads: dict) -> dict:
         # The account and directories the role's account step makes of the same settings (one table).
         account = service_account(args["settings"])
         module_args = {
@@ -179,12 +199,11 @@ class ActionModule(ActionBase):
             "unit_dir": args["unit_dir"],
             "lock_path": args["lock_path"],
         }
-        if placement is not None:
-            module_args["placement"] = placement
+        module_args.update(reads)
         found = self._judge_in_venv(args["venv"], module_args) if args["venv"] else None
         if found is None:
             found = module_result(self, JUDGE_MODULE, module_args, task_vars, venv_python(args["venv"]))
-        if found.get("failed") and interpreter_missing(found) and placement is not None:
+        if found.get("failed") and interpreter_missing(found) and "placement" in reads:
             # A host without the planning venv yet: the judge needs only the standard library, and the placement
             # needs this host's capacity; its own interpreter reads them (and says what the role would install).
             found = module_result(self, JUDGE_MODULE, module_args, task_vars, "")
@@ -205,8 +224,9 @@ class ActionModule(ActionBase):
                   "engine": str(found.get("engine") or ""),
                   "work": {"all": bool(work.get("all", not found.get("current"))),
                            "instances": list(work.get("instances") or [])}}
-        if "placement" in found:
-            judged["placement"] = found["placement"]
+        for part in ("placement", "gateway"):
+            if part in found:
+                judged[part] = found[part]
         return judged
 
     # ---------------------------------------------------------------- the fast path

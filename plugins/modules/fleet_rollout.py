@@ -20,7 +20,8 @@ description:
     many hosts restarting a replica of the model (the routes are the first gateway's C(llama_gateway_models), what
     each host restarts is its judge's work). A batch only gets smaller or later hosts move up. The fact also holds
     C(allowed), each routed model's bound in replicas, and C(refusal), which names the models that would restart
-    while their bound is 0 (the playbook then fails every host before the rollout).
+    while their bound is 0 - the task then fails with it (run once, it fails every host of the play before the
+    rollout).
   - Nothing runs on a host.
 author:
   - llamafleet maintainers (@llamafleet)

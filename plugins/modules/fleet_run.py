@@ -20,8 +20,8 @@ description:
     (empty when nothing is) - O(unreachable), the placement ledger at O(ledger_path) (absent, or this fleet's),
     O(cordon) and O(uncordon) (hosts of the fleet, not both, not against the inventory), and every fleet host's
     C(llama_fleet_cordoned) (a boolean, or not set) and C(llama_fleet_cordoned_instances) (C(keep) or C(stop), or
-    not set). The playbook fails every host with it (a failed C(run_once)
-    task would fail one host only).
+    not set) - and the scrape targets file at O(metrics_targets_path) (absent, or this collection's). The task then
+    fails with it (run once, it fails every host of the play, before any of them changes).
   - "The fact's C(cordoned) lists the fleet hosts cordoned in this run: a host's C(llama_fleet_cordoned) when set
     (it wins), else the request (O(cordon), O(uncordon)), else the ledger's record."
   - Nothing runs on a host.
@@ -64,6 +64,11 @@ options:
       O(uncordon) is refused.
     type: bool
     default: false
+  metrics_targets_path:
+    description: The fleet's Prometheus scrape targets file (C(llama_fleet_metrics_targets_path)), written at the end
+      of the run by M(llamafleet.llamacpp.fleet_metrics_targets); a file there that is not this collection's is
+      refused here, before any host changes. None to write none.
+    type: str
 seealso:
   - module: llamafleet.llamacpp.fleet_rollout
 attributes:

@@ -102,13 +102,22 @@ options:
         whole, for a fraction of the cost on a large fleet). Nothing to place when the host has none.
     type: bool
     default: false
+  read_gateway:
+    description:
+      - This host is also one of the fleet's gateways (the deploy playbook says so for the run's gateways) - the judge
+        reads what the gateway has in the same run - RV(gateway) - from the host's C(llama_gateway_*) settings (their
+        defaults where it sets none). C(llamafleet.llamacpp.llama_gateway_judge) compares it with what the gateway
+        role would write, so that a run that changes nothing costs the gateway no run of its own.
+    type: bool
+    default: false
   role_variables:
     description:
       - Read each option the task leaves out from the C(llamafleet.llamacpp.llama_server) role's variable that gives
         it on this host, as the role's judge step does - O(presets) from C(llama_server_presets), O(settings) from
         each C(llama_server_<setting>), O(instances) from the role's present, stopped and absent instances, O(place)
-        from the deploy playbook's placing - each distinct string of them templated once. A variable the host does
-        not define leaves its option at its default, but the settings must all be defined (the role defines them).
+        and O(read_gateway) from the deploy playbook's judge play - each distinct string of them templated once. A
+        variable the host does not define leaves its option at its default, but the settings must all be defined (the
+        role defines them).
       - The values are checked exactly as the same options given in the task.
       - The same values as the task's arguments templated by Ansible, without templating the role's fifty presets
         (say) through every template of a 1,000-host fleet's arguments.
@@ -185,5 +194,13 @@ placement:
       engine, runtime or a model it needs to plan them - the deploy playbook prepares it first) - the judge's reading
       as it sent it (C(HostReading) in C(_placement/readings.py)).
   returned: when O(deployments) is given and the host could be read
+  type: dict
+gateway:
+  description:
+    - With O(read_gateway) - the SHA-256 of the gateway's C(config), C(routes) file and C(lua) actions (empty for a
+      missing file), C(lua_kept) (root's, mode 0644), C(state_file) (the servers' states file exists), C(running)
+      (HAProxy active and enabled), C(answered) (its runtime API answered) and C(out_of_rotation) (the servers it
+      sends no request to now). Not read when the host's gateway settings are wrong.
+  returned: when O(read_gateway) is true and the gateway's settings are valid
   type: dict
 """

@@ -90,6 +90,12 @@ options:
         C(version). The replicas placed here before (found by their state files) are then judged with their
         deployment's preset, and RV(placement) says what the placement reads of this host.
     type: dict
+  gateway:
+    description:
+      - This host is also one of the fleet's gateways - its C(config_path), C(lua_path), C(state_file) and
+        C(admin_socket) (the gateway's settings of those names). RV(gateway) then says what the gateway has, so that
+        the controller can tell whether its configuration would change without a run of its own.
+    type: dict
 seealso:
   - module: llamafleet.llamacpp.llama_server_host
   - module: llamafleet.llamacpp.llama_server_apply
@@ -145,6 +151,14 @@ placement:
       planned here, or why it is unknown) and C(needs_preparing) (the host lacks the engine, runtime or a model it
       needs to plan them).
   returned: when O(placement) is given
+  type: dict
+gateway:
+  description:
+    - The SHA-256 of the gateway's C(config), C(routes) file and C(lua) actions (empty for a missing file),
+      C(lua_kept) (root's, mode 0644), C(state_file) (the servers' states file exists), C(running) (HAProxy is
+      active and enabled), C(answered) (its runtime API answered) and C(out_of_rotation) (the servers it sends no
+      request to now).
+  returned: when O(gateway) is given
   type: dict
 """
 

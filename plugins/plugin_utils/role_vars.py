@@ -53,6 +53,8 @@ CORDON_REQUEST = "llama_fleet_cordon"  # the maintenance playbook's hosts to cor
 UNCORDON_REQUEST = "llama_fleet_uncordon"  # and to open again
 # The deploy playbook's judge play sets it when it places llama_fleet_deployments.
 PLACING = "_llama_fleet_placing"
+# And this one on the hosts that are also the run's gateways: their judge reads the gateway too.
+READ_GATEWAY = "_llama_fleet_read_gateway"
 
 # Each role's settings table: the settings its modules take as ``settings``, each the role variable of its name.
 SETTINGS_TABLES = {"llama_server": SETTINGS, "llama_gateway": GATEWAY_SETTINGS}
@@ -71,6 +73,7 @@ JUDGE_OPTIONS = {
     "runtime_manifest": "_llama_server_runtime_manifest",
     "lock_lease_s": "llama_fleet_lock_lease_s",
     "place": PLACING,
+    "read_gateway": READ_GATEWAY,
 }
 
 
@@ -88,6 +91,16 @@ def role_settings(templar, variables: Mapping, role: str, cache: dict | None = N
             raise KeyError(setting.role_variable)
         found[setting.name] = _templated_variable(templar, variables, setting.role_variable, cache)
     return found
+
+
+def gateway_variables(templar, variables: Mapping, cache: dict | None = None, *, secrets: bool = True) -> dict:
+    """The gateway settings a host sets itself (each ``llama_gateway_<name>`` it defines, templated as role_settings
+    does; the secret ones only with ``secrets``), by setting name. Outside the gateway role, whose defaults are not
+    read there: _gateway/settings.gateway_settings gives the others their defaults, from the same table."""
+    cache = {} if cache is None else cache
+    return {setting.name: _templated_variable(templar, variables, setting.role_variable, cache)
+            for setting in GATEWAY_SETTINGS
+            if setting.role_variable in variables and (secrets or not setting.secret)}
 
 
 class RoleVariableError(ValueError):

@@ -117,13 +117,14 @@ def test_the_placement_playbook_places_a_fleet_from_a_file_without_any_host(tmp_
 
 
 def test_a_refused_fleet_setting_fails_every_host_with_one_task(tmp_path):
-    """The judge play's own first tasks (fleet_run, then its refusal, run once) on three local hosts with a bound
-    that is a word: the run fails naming it, the refusal ran once, and no host reaches the next task."""
+    """The judge play's first task (fleet_run, run once) on three local hosts with a bound that is a word, then with
+    a scrape targets file that is not the collection's: the run fails naming it, once, and no host reaches the next
+    task or play."""
     root = os.path.dirname(os.path.abspath(conftest.__file__))
     with open(os.path.join(root, "playbooks", "deploy_llm.yml"), encoding="utf-8") as handle:
         plays = yaml.safe_load(handle)
     judge = next(play for play in plays if play["name"] == "Judge the fleet against its plans")
-    names = ["Say which hosts this run holds", "Refuse a run whose fleet settings are wrong"]
+    names = ["Say which hosts this run holds"]
     tasks = [next(task for task in judge["tasks"] if task["name"] == name) for name in names]
     harness = [{"name": "Judge", "hosts": judge["hosts"], "gather_facts": False,
                 "vars_files": [os.path.join(root, "playbooks", "vars", "fleet.yml")], "vars": judge["vars"],
@@ -135,13 +136,16 @@ def test_a_refused_fleet_setting_fails_every_host_with_one_task(tmp_path):
     local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
     inventory = {"all": {"children": {"llama_fleet": {"hosts": {"h1": {}, "h2": {}, "h3": {}}, "vars": local}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
-    proc = subprocess.run(
-        [BIN, "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml"),
-         "-e", "llama_fleet_max_unavailable=some"],
-        cwd=tmp_path, capture_output=True, text=True, check=False, timeout=120,
-        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": conftest.collection_path(), "ANSIBLE_NOCOLOR": "1"})
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "llama_fleet_max_unavailable" in proc.stdout
-    assert proc.stdout.count("fatal: [") == 1  # one task, not one per host
-    assert "reached " not in proc.stdout
-    assert "later " not in proc.stdout
+    foreign = tmp_path / "targets.json"
+    foreign.write_text('[{"targets": ["node:9100"], "labels": {"job": "node"}}]\n')
+    for extra, named in ((["-e", "llama_fleet_max_unavailable=some"], "llama_fleet_max_unavailable"),
+                         (["-e", f"llama_fleet_metrics_targets_path={foreign}"], "was not written by this collection")):
+        proc = subprocess.run(
+            [BIN, "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml"), *extra],
+            cwd=tmp_path, capture_output=True, text=True, check=False, timeout=120,
+            env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": conftest.collection_path(), "ANSIBLE_NOCOLOR": "1"})
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert named in proc.stdout
+        assert proc.stdout.count("fatal: [") == 1  # one task, not one per host
+        assert "reached " not in proc.stdout
+        assert "later " not in proc.stdout

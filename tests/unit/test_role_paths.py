@@ -28,10 +28,8 @@ ABSOLUTE = re.compile(r"(?<![\w}/:.~-])/[A-Za-z_.][\w./*-]*")
 COMMENT = re.compile(r"(^\s*#.*$)|(\s#\s.*$)", re.MULTILINE)
 
 ALLOWED = {
-    # URL paths joined to a URL (the gateway's health check and HAProxy's Prometheus exporter): HTTP endpoints, not
-    # files on a host.
+    # A URL path joined to a URL (the gateway's health check): an HTTP endpoint, not a file on a host.
     ("roles/llama_gateway/tasks/main.yml", "{{ llama_gateway_url }}/health"),
-    ("roles/llama_gateway/tasks/main.yml", "llama_gateway_metrics_port ~ '/metrics'"),
     # The engine binary's path inside the archive is the user's (llama_server_engine_archive_binary), joined under
     # the directory the archive is unpacked into: the archive's layout, not the collection's.
     ("roles/llama_server/tasks/engine.yml", "_llama_server_engine_dir ~ '/'"),

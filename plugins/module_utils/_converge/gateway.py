@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import socket
@@ -311,6 +312,43 @@ def rotation_reading(settings, servers: Sequence[str], run: Runner, *, reload: b
         return {"running": running, "out_of_rotation": names}
     out = [name for name in names if any(not target.serving for target in runtime_api.find(states, name))]
     return {"running": running, "out_of_rotation": out}
+
+
+def _digest(path: str) -> str:
+    """The file's SHA-256, "" when it is missing or unreadable."""
+    try:
+        data = read_bytes(path)
+    except OSError:
+        return ""
+    return "" if data is None else hashlib.sha256(data).hexdigest()
+
+
+def gateway_reading(paths: Mapping[str, str], run: Runner) -> dict:
+    """What a gateway host has, read in the host judge's run so that a run that changes nothing costs the gateway no
+    run of its own: the digests of its configuration, routes file and Lua actions (none holds a key in clear: the
+    digest of a file says nothing of what is in it), whether the Lua actions are root's with mode 0644, whether the
+    servers' states file exists, whether HAProxy runs and starts at boot, and which servers its runtime API has out
+    of rotation (``answered`` false when it could not be asked). ``paths``: the gateway's ``config_path``,
+    ``lua_path``, ``state_file`` and ``admin_socket``. The controller compares this with what it would write
+    (_gateway/gateway_judgement.py)."""
+    config = paths["config_path"]
+    unit = read_unit_state(run, "haproxy.service")
+    found = {"config": _digest(config), "routes": _digest(config_file.routes_path(config)),
+             "lua": _digest(paths["lua_path"]), "state_file": os.path.exists(paths["state_file"]),
+             "running": unit.active_state == "active" and unit.unit_file_state == "enabled",
+             "answered": False, "out_of_rotation": []}
+    try:
+        found["lua_kept"] = bool(found["lua"]) and _kept_as(paths["lua_path"], 0o644)
+    except OSError:
+        found["lua_kept"] = False
+    if found["running"]:
+        try:
+            states = RuntimeSocket(paths["admin_socket"]).states()
+        except (GatewayError, OSError):
+            return found
+        found["answered"] = True
+        found["out_of_rotation"] = sorted({state.server for state in states if not state.serving})
+    return found
 
 
 def write_config(raw_settings: Mapping, servers: Sequence[Mapping], server_keys: Mapping[str, str],

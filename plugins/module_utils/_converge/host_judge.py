@@ -14,7 +14,12 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import fleet_readings, host, instance
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import (
+    fleet_readings,
+    gateway,
+    host,
+    instance,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.step import Request, plan_of
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import (
     LOCK_PATH,
@@ -54,6 +59,8 @@ def argument_spec() -> dict:
         # The deploy playbook's placement: the fleet's deployments (name, layered preset without key, environment,
         # cards per replica, version); the judge then also reads what the placement needs (fleet_readings).
         "placement": {"type": "dict", "default": None},
+        # This host is also one of the fleet's gateways: its paths (gateway.gateway_reading), read in the same run.
+        "gateway": {"type": "dict", "default": None},
     }
 
 
@@ -131,6 +138,8 @@ def judge(params: Mapping, run: Runner, docker_run: Runner) -> dict:
             report.append(entry)
     result = {"current": not why, "why": why, "report": report if not why else [], "kept": report, "engine": engine,
               "work": {"all": shared, "instances": work}, "lock_holder": host.read_lock(params["lock_path"])}
+    if params.get("gateway"):
+        result["gateway"] = gateway.gateway_reading(params["gateway"], run)
     if placing is not None:
         result["placement"] = readings(params, records, deployments, seen, engine="" if shared else engine,
                                        failed=set(work)).as_dict()

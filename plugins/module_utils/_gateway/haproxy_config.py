@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.fleet_routes import Routes
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.settings import GatewaySettings
@@ -245,3 +245,18 @@ def render(settings: GatewaySettings, routes: Routes, header: Iterable[str] = ()
     sections += [_backend(settings, model) for model in routes.models]
     sections.append(_metrics(settings))
     return "\n\n".join("\n".join(line.rstrip() for line in section) for section in sections if section) + "\n"
+
+
+def gateway_urls(settings: Mapping, host: str) -> dict:
+    """Where clients reach the gateway (``url``) and a Prometheus its exporter (``metrics_url``, "" without one),
+    from its settings (``listen_address``, ``port``, ``metrics_port``, ``tls_certificate``) and ``host``, the gateway
+    host's address: it is the address when the gateway listens on every one (0.0.0.0 or ::), else the one it listens
+    on. An IPv6 address is bracketed."""
+    listen = str(settings["listen_address"])
+    address = str(host) if listen in ("0.0.0.0", "::") else listen
+    if ":" in address:
+        address = f"[{address}]"
+    scheme = "https" if settings.get("tls_certificate") else "http"
+    metrics_port = int(settings.get("metrics_port") or 0)
+    return {"url": f"{scheme}://{address}:{int(settings['port'])}",
+            "metrics_url": f"{scheme}://{address}:{metrics_port}/metrics" if metrics_port else ""}

@@ -305,3 +305,34 @@ def test_role_variables_that_are_missing_or_wrong_fail_before_the_host_is_read(m
     assert result["failed"]
     assert message in result["msg"]
     assert calls == []
+
+
+@pytest.mark.parametrize(("gateway_vars", "paths"), [
+    pytest.param({}, {"config_path": "/etc/haproxy/haproxy.cfg", "lua_path": "/etc/haproxy/llamafleet.lua",
+                      "state_file": "/var/lib/haproxy/llamafleet-server-state",
+                      "admin_socket": "/run/haproxy/admin.sock"}, id="defaults"),
+    pytest.param({"llama_gateway_config_path": "/srv/gw/haproxy.cfg", "llama_gateway_admin_socket": "/run/gw.sock"},
+                 {"config_path": "/srv/gw/haproxy.cfg", "lua_path": "/etc/haproxy/llamafleet.lua",
+                  "state_file": "/var/lib/haproxy/llamafleet-server-state", "admin_socket": "/run/gw.sock"},
+                 id="the-hosts-own"),
+    pytest.param({"llama_gateway_config_path": "relative.cfg"}, None, id="wrong-settings-not-read"),
+])
+def test_a_gateway_host_has_its_gateway_read_in_the_same_run(gateway_vars, paths):
+    """read_gateway (the deploy playbook's gateways): the judge's one run also reads the gateway, at the paths of
+    the host's gateway settings (their defaults where it sets none; none when they are wrong), and the result
+    carries the reading."""
+    settings = {setting.role_variable: setting.spec()["default"] for setting in SETTINGS if not setting.secret}
+    host_vars = {**settings, "llama_server_presets": {"small": {"model": "a.gguf"}},
+                 "_llama_server_all_instances": [{"name": "main", "preset": "small", "api_key": KEY}],
+                 "llama_server_engine_bin": "/e/llama-server", "_llama_fleet_read_gateway": True, **gateway_vars}
+    reading = {"config": "ab" * 32, "running": True}
+    result, calls = actions.run_action(action_module, {"role_variables": True},
+                                       lambda _name, args: {**CURRENT, "gateway": reading} if "gateway" in args
+                                       else CURRENT, host_vars,
+                                       templar=Templar(loader=DataLoader(), variables=host_vars))
+    assert not result.get("failed"), result
+    (judged,) = [call[1] for call in calls if call[0] not in ("command", "file")]
+    assert judged.get("gateway") == paths
+    assert ("gateway" in result) is (paths is not None)
+    if paths is not None:
+        assert result["gateway"] == reading

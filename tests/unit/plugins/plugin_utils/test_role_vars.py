@@ -64,6 +64,7 @@ llama_server_instances:
   - {name: gone, state: absent}
 llama_server_models: [{url: "https://h/small.gguf", checksum: "sha256:ab"}]
 _llama_fleet_placing: "{{ llama_fleet_deployments is defined }}"
+_llama_fleet_read_gateway: "{{ 'h1' in ['gw1'] }}"
 """
 
 
@@ -92,11 +93,22 @@ def test_the_judges_options_are_the_role_variables_templated(tmp_path, more):
     assert found["settings"]["models_dir"] == "/srv/llm/models"
     assert found["place"] is ("llama_fleet_deployments" in more)
     assert found["lock_lease_s"] == 600
+    assert found["read_gateway"] is False
+
+
+def test_the_gateway_settings_a_host_sets_are_read_templated_and_the_secret_ones_only_when_asked(tmp_path):
+    variables, templar, _loader = _role_variables(
+        tmp_path, "\nllama_gateway_port: 8001\nllama_gateway_config_path: '{{ llama_server_home }}/haproxy.cfg'"
+                  "\nllama_gateway_api_keys: ['{{ vault_key }}']")
+    assert role_vars.gateway_variables(templar, variables) == {
+        "port": 8001, "config_path": "/srv/llm/haproxy.cfg", "api_keys": ["k-secret-key-77"]}
+    assert role_vars.gateway_variables(templar, variables, secrets=False) == {
+        "port": 8001, "config_path": "/srv/llm/haproxy.cfg"}
 
 
 def test_a_variable_the_host_lacks_gives_no_option(tmp_path):
     variables, templar, _loader = _role_variables(tmp_path)
-    del variables["llama_fleet_lock_lease_s"], variables["_llama_fleet_placing"]
+    del variables["llama_fleet_lock_lease_s"], variables["_llama_fleet_placing"], variables["_llama_fleet_read_gateway"]
     found = role_vars.judge_options(templar, variables)
     assert "lock_lease_s" not in found
     assert "place" not in found
