@@ -59,8 +59,8 @@ def _read(hostvars, monkeypatch, *, unit=("active", "enabled"), statuses=None):
         ServerState(backend="model_alpha", server=name, status=status, in_flight=0, queued=0)
         for name, status in statuses.items()])
     variables = hostvars["gw"]
-    paths = {name: variables["llama_gateway_" + name] for name in ("config_path", "lua_path", "state_file",
-                                                                     "admin_socket")}
+    names = ("config_path", "lua_path", "state_file", "admin_socket")
+    paths = {name: variables["llama_gateway_" + name] for name in names}
     return gateway.gateway_reading(paths, run=None)
 
 
