@@ -84,6 +84,19 @@ class Gateway:
         self.write(servers)
         self.proc.send_signal(signal.SIGUSR2)
         self.worker = self._wait_for_worker(previous=self.worker)
+        self._wait_for_master()
+
+    def _wait_for_master(self):
+        """The master executes itself again at a reload, and refuses its CLI's connections meanwhile."""
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                self.master.ask("show proc")
+                return
+            except gateway.GatewayError:
+                time.sleep(0.1)
+        log = (self.directory / "haproxy.log").read_text()[-3000:]
+        raise AssertionError(f"HAProxy's master did not answer:\n{log}")
 
     def url(self, path):
         return f"http://127.0.0.1:{self.port}{path}"

@@ -299,14 +299,17 @@ def test_a_drain_waits_for_a_stream_that_a_reload_left_in_the_old_process(fleet)
     server. The drain reads the old worker through the master socket and waits for the stream's end."""
     proxy = fleet["gateway"]
     thread, streamed, busy = _stream_on_alpha(proxy, {"max_tokens": 600, "ignore_eos": True}, timeout=300)
-    proxy.reload(fleet["servers"])
-    # The new process does not see the stream; the old one, asked through the master socket, does.
-    assert gateway.in_flight(proxy.api, None, busy) == (0, "")
-    assert gateway.in_flight(proxy.api, proxy.master, busy) == (1, "")
-    assert thread.is_alive()
-    result = gateway.drain(proxy.api, busy, timeout_s=240, master=proxy.master, **_paths(proxy))
-    returned = time.monotonic()
-    thread.join(timeout=60)
+    try:
+        proxy.reload(fleet["servers"])
+        # The new process does not see the stream; the old one, asked through the master socket, does.
+        assert gateway.in_flight(proxy.api, None, busy) == (0, "")
+        assert gateway.in_flight(proxy.api, proxy.master, busy) == (1, "")
+        assert thread.is_alive()
+        result = gateway.drain(proxy.api, busy, timeout_s=240, master=proxy.master, **_paths(proxy))
+        returned = time.monotonic()
+    finally:
+        # The stream holds a replica's only slot: the next tests wait for it, whatever happened here.
+        thread.join(timeout=300)
     assert (result["drained"], result["in_flight_left"]) == (True, 0)
     assert result["waited_s"] > 1
     assert streamed["events"][-1].strip() == b"data: [DONE]"

@@ -33,6 +33,9 @@ DRAIN_LOCK = "/run/llamafleet-gateway.lock"
 # When each server was drained (wall clock, on the gateway host): its return to rotation says how long it was out.
 DRAIN_TIMES = "/run/llamafleet-gateway-drained.json"
 POLL_S = 0.25
+# A master socket that is there but does not answer is asked again for this long: HAProxy's master executes itself
+# again at each reload, and refuses connections meanwhile (a fraction of a second).
+MASTER_GRACE_S = 5.0
 
 
 class GatewayError(Exception):
@@ -169,8 +172,18 @@ def drain(api: RuntimeSocket, server: str, timeout_s: float, *, master: RuntimeS
                 break
         waited_for_others = blocked[0]
         sleep(POLL_S)
+    unanswered_since = None
     while True:
         left, unseen = in_flight(api, master, server)
+        # Nothing counted, but the master did not answer (it may be starting again after a reload): a stream held by
+        # an old process would go uncounted, so it is asked again, for a while.
+        if unseen and master is not None and os.path.exists(master.path):
+            unanswered_since = clock() if unanswered_since is None else unanswered_since
+            if clock() - unanswered_since < MASTER_GRACE_S and clock() < deadline:
+                sleep(POLL_S)
+                continue
+        else:
+            unanswered_since = None
         if not left or clock() >= deadline:
             break
         sleep(POLL_S)

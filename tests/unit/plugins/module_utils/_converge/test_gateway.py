@@ -173,6 +173,26 @@ def test_drain_waits_for_a_stream_an_old_process_holds(tmp_path):
     assert master.asked == ["show proc"]
 
 
+def test_drain_asks_a_master_that_starts_again_after_a_reload_until_it_answers(tmp_path):
+    """The master refuses connections while it executes itself again (a reload): the drain asks it again rather
+    than take the old process's stream for none."""
+    clock = Clock()
+    (tmp_path / "master.sock").touch()
+    runtime = Runtime(clock, {"h1:main": {"backend": "model_m", "status": "UP"}})
+    master = Master(clock, tmp_path / "master.sock", {700: {"h1:main": 4.0}}, broken=True)
+    original = master.ask
+
+    def ask(line):  # refused for its first second, then the old process holds the stream until 4 s
+        if clock() >= 1.0:
+            master.broken = False
+        return original(line)
+
+    master.ask = ask
+    result = _master_drain(runtime, master, clock, "h1:main", 30, tmp_path=tmp_path)
+    assert (result["in_flight_left"], result["waited_s"]) == (0, 4.0)
+    assert result["words"] == "h1:main: drained, no request in flight (waited 4.0 s)"
+
+
 def test_drain_says_what_it_could_not_count(tmp_path):
     clock = Clock()
     runtime = Runtime(clock, {"h1:main": {"backend": "model_m", "status": "UP"}})
@@ -186,6 +206,7 @@ def test_drain_says_what_it_could_not_count(tmp_path):
                            tmp_path=tmp_path)
     assert broken["words"].endswith("(the processes a reload left running could not be read: HAProxy's runtime API "
                                     f"at {tmp_path / 'master.sock'} did not answer 'show': refused)")
+    assert broken["waited_s"] == gateway.MASTER_GRACE_S  # asked again for a while, then the drain goes on
     # Without a master socket to read (the argument left out), nothing is said.
     assert _drain(runtime, clock, "h1:main", 30, tmp_path)["words"] == (
         "h1:main: drained, no request in flight (waited 0.0 s)")
