@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import socket
@@ -22,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import (
     config_file,
+    gateway_judgement,
     haproxy_config,
     runtime_api,
 )
@@ -309,31 +309,40 @@ def ensure_state_file(path: str, check_mode: bool) -> bool:
     return True
 
 
+def haproxy_state(admin_socket: str, run: Runner, *, ask: bool = True) -> tuple[bool, list | None]:
+    """Whether HAProxy runs and starts at boot, and its servers' states from its runtime API: None when it does not
+    run, when ``ask`` is false, or when the API cannot be read."""
+    unit = read_unit_state(run, "haproxy.service")
+    running = unit.active_state == "active" and unit.unit_file_state == "enabled"
+    if not running or not ask:
+        return running, None
+    try:
+        return running, RuntimeSocket(admin_socket).states()
+    except (GatewayError, OSError):
+        return running, None
+
+
 def rotation_reading(settings, servers: Sequence[str], run: Runner, *, reload: bool) -> dict:
     """Whether HAProxy runs and starts at boot (``running``), and which of ``servers`` (the verified instances' server
     names) this gateway has out of rotation (``out_of_rotation``): all of them when HAProxy does not run or is about
     to reload, or when its runtime API cannot be read; none that it does not route. The role starts HAProxy and puts
     servers back only when this says so, so that a gateway that is as it should be costs one module run."""
-    unit = read_unit_state(run, "haproxy.service")
-    running = unit.active_state == "active" and unit.unit_file_state == "enabled"
     names = list(servers)
-    if not running or reload or not names:
-        return {"running": running, "out_of_rotation": names}
-    try:
-        states = RuntimeSocket(settings.admin_socket).states()
-    except (GatewayError, OSError):
+    running, states = haproxy_state(settings.admin_socket, run, ask=not reload and bool(names))
+    if states is None:
         return {"running": running, "out_of_rotation": names}
     out = [name for name in names if any(not target.serving for target in runtime_api.find(states, name))]
     return {"running": running, "out_of_rotation": out}
 
 
 def _digest(path: str) -> str:
-    """The file's SHA-256, "" when it is missing or unreadable."""
+    """The file's digest as the controller computes it (gateway_judgement.digest), "" when it is missing or
+    unreadable."""
     try:
         data = read_bytes(path)
     except OSError:
         return ""
-    return "" if data is None else hashlib.sha256(data).hexdigest()
+    return "" if data is None else gateway_judgement.digest(data)
 
 
 def gateway_reading(paths: Mapping[str, str], run: Runner) -> dict:
@@ -345,22 +354,15 @@ def gateway_reading(paths: Mapping[str, str], run: Runner) -> dict:
     ``lua_path``, ``state_file`` and ``admin_socket``. The controller compares this with what it would write
     (_gateway/gateway_judgement.py)."""
     config = paths["config_path"]
-    unit = read_unit_state(run, "haproxy.service")
+    running, states = haproxy_state(paths["admin_socket"], run)
     found = {"config": _digest(config), "routes": _digest(config_file.routes_path(config)),
              "lua": _digest(paths["lua_path"]), "state_file": os.path.exists(paths["state_file"]),
-             "running": unit.active_state == "active" and unit.unit_file_state == "enabled",
-             "answered": False, "out_of_rotation": []}
+             "running": running, "answered": states is not None,
+             "out_of_rotation": sorted({state.server for state in states or () if not state.serving})}
     try:
         found["lua_kept"] = bool(found["lua"]) and _kept_as(paths["lua_path"], 0o644)
     except OSError:
         found["lua_kept"] = False
-    if found["running"]:
-        try:
-            states = RuntimeSocket(paths["admin_socket"]).states()
-        except (GatewayError, OSError):
-            return found
-        found["answered"] = True
-        found["out_of_rotation"] = sorted({state.server for state in states if not state.serving})
     return found
 
 

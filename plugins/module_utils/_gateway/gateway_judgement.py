@@ -14,8 +14,10 @@ import hashlib
 from collections.abc import Mapping, Sequence
 
 
-def digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+def digest(content: str | bytes) -> str:
+    """The SHA-256 of a text (as UTF-8) or of a file's bytes: the host's reading and the controller's rendering
+    compare by it."""
+    return hashlib.sha256(content.encode("utf-8") if isinstance(content, str) else content).hexdigest()
 
 
 def gateway_judgement(reading: Mapping | None, *, config: str, routes_file: str, lua: str,
