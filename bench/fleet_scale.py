@@ -18,21 +18,22 @@ VariableManager.get_vars and its arguments templated from the playbook's own tex
                    and the host's llama_fleet_deployments templated by the action (place: each distinct string once)
   fleet_deploy     the action fleet_deployments (placement from the judges' readings, the ledger, the scope)
   host_facts       per host: the judge play's set_fact of its share (placed_instances, the lookup) and its status
-  gw_judge         the first gateway play's judge of each gateway (llama_gateway_judge; with hosts still to roll
-                   out, the gateway keeps their servers and is not current: the role runs)
+  gw_judge         the gateways the first gateway play configures (gateways_to_configure over hostvars: the judge
+                   play judges a gateway that is also a fleet host with llama_gateway_judge; these gateways are not
+                   fleet hosts, so the role runs on them)
   gw_servers       for each of the three gateway plays: the set_fact of gateway_servers over hostvars (with the
                    play's llama_gateway_keep_hosts: unfinished_hosts), once for the play's gateways (run_once)
   gw_render        per gateway play: llama_gateway_config's arguments templated and JSON-encoded on the controller,
                    then the module's own function (_converge/gateway.py write_config: config_file + haproxy_config),
                    less its check; each gateway renders the same file on its own host, so it runs once per play
   haproxy_check    per gateway play: `haproxy -c -f FILE` on the rendered file (HAProxy 2.6 here, /usr/sbin/haproxy)
-  fleet_rollout    the action fleet_rollout (order and batches from the gateway's models and the judgements)
+  fleet_rollout    the hosts with work (hosts_with_work over hostvars: the rollout play's hosts), then the action
+                   fleet_rollout (order and batches from the gateway's models and the judgements)
   removal_hosts    the hosts of the plays after the rollout whose hosts are filters over hostvars
                    (gateways_before_removals, removal_hosts, gateways_after_rollout)
   removals         per host of the removals play: its when, and the set_fact of replicas_to_remove over hostvars
-  fleet_summary    the action fleet_summary (the Markdown table written to a file)
-  fleet_ledger     the action fleet_ledger (the placement ledger read, merged and written)
-  fleet_targets    the action fleet_metrics_targets (the scrape targets written)
+  fleet_report     the action fleet_report: the Markdown summary written to a file, the placement ledger read,
+                   merged and written, and the scrape targets written
 
 The hosts' side is recorded, never run: each host's judgement (``_llama_server_judgement`` with its ``placement``
 HostReading, ``llama_server_report`` rows in report_entry's shape), then what the rollout and the removals leave
@@ -90,12 +91,9 @@ from ansible.vars.manager import VariableManager  # noqa: E402
 
 from ansible_collections.llamafleet.llamacpp.plugins.action import (  # noqa: E402
     fleet_deployments,
-    fleet_ledger,
-    fleet_metrics_targets,
+    fleet_report,
     fleet_rollout,
     fleet_run,
-    fleet_summary,
-    llama_gateway_judge,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge import gateway  # noqa: E402
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import (  # noqa: E402
@@ -126,8 +124,7 @@ PLAYBOOK = os.path.join(ROOT, "playbooks", "deploy_llm.yml")
 LUA = os.path.join(ROOT, "roles", "llama_gateway", "files", "llamafleet.lua")
 HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
 STEPS = ("fleet_run", "judge_args", "fleet_deploy", "host_facts", "gw_judge", "gw_servers", "gw_render",
-         "haproxy_check", "fleet_rollout", "removal_hosts", "removals", "fleet_summary", "fleet_ledger",
-         "fleet_targets")
+         "haproxy_check", "fleet_rollout", "removal_hosts", "removals", "fleet_report")
 DEPLOYMENTS = 50
 GATEWAYS = ("gw1", "gw2")
 CARDS = 8
@@ -397,8 +394,10 @@ class PlaybookRun:
         """An action plugin of the collection, in-process (as tests/unit/support/actions.py runs them)."""
         task = mock.MagicMock()
         task.args, task.async_val, task.check_mode, task.diff = dict(args), 0, False, False
+        # The host's templar: an action with fleet_variables templates the playbook's variables itself.
         action = action_module.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=self.loader,
-                                            templar=None, shared_loader_obj=None)
+                                            templar=Templar(loader=self.loader, variables=task_vars),
+                                            shared_loader_obj=None)
         return action.run(task_vars=task_vars)
 
     def action_task(self, play: str, name: str, action_module, first: str) -> tuple[dict, dict]:
@@ -455,13 +454,8 @@ class PlaybookRun:
         checked (the gateway host's module, once: every gateway renders the same file), the gateway's facts. With
         ``judged`` (the first gateway play), each gateway is judged first; the role runs on those that have work."""
         if judged:
-            with self.step("gw_judge"):
-                for host in GATEWAYS:
-                    task = self.task(play, "Judge this gateway from what its host's judge read (changes nothing)")
-                    variables = self.task_vars(play, task, host, list(GATEWAYS))
-                    found = self.run_action(llama_gateway_judge, self.template(variables, task.args), variables)
-                    assert not found["current"], found  # hosts still roll out: the role runs
-                    self.register([host], "_llama_gateway_judgement", found)
+            # The gateways are not fleet hosts: the judge play judged none of them, and the role runs on both.
+            assert self.play_hosts(play, "gw_judge") == list(GATEWAYS)
         play = self.role_play(play)
         servers = self.task(play, "Keep the fleet's servers, their keys and the notes, once for the play's gateways")
         writes = self.task(play, "Write the gateway's Lua actions and configuration from the fleet's running instances")
@@ -496,9 +490,11 @@ class PlaybookRun:
 
     def rollout_play(self) -> list[str]:
         play = "Order the rollout"
+        with_work = self.play_hosts(play, "fleet_rollout")
+        assert with_work, "a fleet-wide change has hosts with work"
         with self.step("fleet_rollout"):
             result, _variables = self.action_task(play, "Order the rollout's hosts in batches", fleet_rollout,
-                                                  self.all_hosts[0])
+                                                  with_work[0])
             self.variables.set_host_facts("localhost", result["ansible_facts"])
             self.register(self.reached, "_llama_fleet_ordered", result)
         planned = result["ansible_facts"]["llama_fleet_rollout"]
@@ -520,10 +516,10 @@ class PlaybookRun:
                                        restarted=old is None or not old["runs_plan"], was_running=old is not None))
             self.variables.set_nonpersistent_facts(host, {"llama_server_report": rows, "llama_fleet_status": "ok"})
 
-    def play_hosts(self, name: str) -> list[str]:
+    def play_hosts(self, name: str, step: str = "removal_hosts") -> list[str]:
         """The hosts of a play whose ``hosts`` is a filter over hostvars, as the playbook templates it."""
         play = self.plays[name]
-        with self.step("removal_hosts"):
+        with self.step(step):
             variables = self.variables.get_vars(play=play, host=None, task=None, _hosts=[], _hosts_all=[])
             return self.template(variables, play.hosts)
 
@@ -552,16 +548,14 @@ class PlaybookRun:
 
     def report_play(self) -> dict:
         play = "Summarise the fleet"
-        first = self.all_hosts[0]
-        results = {}
-        for step, name, action_module in (
-                ("fleet_summary", "Print and write the fleet summary", fleet_summary),
-                ("fleet_ledger", "Record the placement and the cordons in the ledger", fleet_ledger),
-                ("fleet_targets", "Write the fleet's scrape targets", fleet_metrics_targets)):
-            with self.step(step):
-                results[step], _variables = self.action_task(play, name, action_module, first)
-            assert not results[step].get("failed"), results[step].get("msg")
-        return results
+        with self.step("fleet_report"):
+            result, _variables = self.action_task(
+                play, "Print and write the fleet summary, the ledger and the scrape targets", fleet_report,
+                self.all_hosts[0])
+        assert not result.get("failed"), result.get("msg")
+        assert result["ledger"]["changed"], result["ledger"]
+        assert result["metrics_targets"]["changed"], result["metrics_targets"]
+        return result
 
 
 def one_run(fleet: Fleet, inventory_path: str, playbook: Playbook, loader: DataLoader, *, placed: dict,

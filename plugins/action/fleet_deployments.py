@@ -73,8 +73,15 @@ def _scope_view(scope: RunScope, lost: list[dict], short: list[dict], placement:
             "cordoned_elsewhere": list(scope.cordoned_elsewhere), "moved_off": moved, "lost": lost, "short": short}
 
 
+# The options fleet_variables reads from the deploy playbook's variables of these names.
+FLEET_VARIABLES = {"deployments": role_vars.DEPLOYMENTS, "unreachable": role_vars.UNREACHABLE,
+                   "ledger_path": role_vars.LEDGER_PATH, "max_unavailable": role_vars.MAX_UNAVAILABLE,
+                   "max_surge": role_vars.MAX_SURGE}
+
+
 class ActionModule(ControllerAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
+    FLEET_VARIABLES = FLEET_VARIABLES
 
     def act(self, args: dict, task_vars: dict) -> dict:
         result: dict = {}

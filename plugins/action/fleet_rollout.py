@@ -10,7 +10,7 @@ from __future__ import annotations
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import rollout_bounds
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import role_vars
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.controller_action import ControllerAction
-from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.fleet_run import ROLLOUT_FACT, rollout
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.fleet_run import ROLLOUT_FACT, rollout, serial_refusal
 
 ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
@@ -21,9 +21,14 @@ ARGUMENT_SPEC = {
     "deployments": {"type": "raw", "default": None},
 }
 
+# The options fleet_variables reads from the deploy playbook's variables of these names.
+FLEET_VARIABLES = {"serial": role_vars.SERIAL, "max_unavailable": role_vars.MAX_UNAVAILABLE,
+                   "max_surge": role_vars.MAX_SURGE, "deployments": role_vars.DEPLOYMENTS}
+
 
 class ActionModule(ControllerAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
+    FLEET_VARIABLES = FLEET_VARIABLES
 
     def act(self, args: dict, task_vars: dict) -> dict:
         try:
@@ -31,11 +36,10 @@ class ActionModule(ControllerAction):
                                                              args["deployments"])
         except rollout_bounds.BoundError as err:
             return {"failed": True, "msg": str(err)}
-        try:
-            planned = rollout(task_vars.get("hostvars") or {}, args["hosts"], args["gateways"], args["serial"],
-                              fleet=fleet, deployments=deployments)
-        except (TypeError, ValueError) as err:
-            return {"failed": True, "msg": f"llama_fleet_serial {args['serial']!r}: {err}; accepted: a number, a "
-                                           "percentage (\"25%\") or a list of them, as a play's serial"}
+        refusal = serial_refusal(args["serial"])
+        if refusal:
+            return {"failed": True, "msg": refusal}
+        planned = rollout(task_vars.get("hostvars") or {}, args["hosts"], args["gateways"], args["serial"],
+                          fleet=fleet, deployments=deployments)
         found = {"changed": False, "ansible_facts": {ROLLOUT_FACT: planned}}
         return {**found, "failed": True, "msg": planned["refusal"]} if planned.get("refusal") else found

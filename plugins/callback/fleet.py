@@ -12,8 +12,8 @@ description:
   - The default stdout callback, without the lines of tasks that ran unchanged or were skipped. What changed, what
     failed, unreachable hosts, C(debug) messages and the recap are shown as usual, so a run that changes nothing
     prints its summary and a few lines per host.
-  - The fleet summary (M(llamafleet.llamacpp.fleet_summary)) is printed as its Markdown text, one table line per
-    instance, with the file it was written to; not as a JSON list of lines.
+  - The fleet summary (M(llamafleet.llamacpp.fleet_summary), M(llamafleet.llamacpp.fleet_report)) is printed as its
+    Markdown text, one table line per instance, with the file it was written to; not as a JSON list of lines.
   - Select it with C(ANSIBLE_STDOUT_CALLBACK=llamafleet.llamacpp.fleet) or C(stdout_callback) in C(ansible.cfg).
 author:
   - llamafleet maintainers (@llamafleet)
@@ -24,7 +24,7 @@ extends_documentation_fragment:
 
 from ansible.plugins.callback.default import CallbackModule as DefaultCallback  # noqa: E402
 
-SUMMARY_ACTIONS = frozenset({"llamafleet.llamacpp.fleet_summary"})
+SUMMARY_ACTIONS = frozenset({"llamafleet.llamacpp.fleet_summary", "llamafleet.llamacpp.fleet_report"})
 # Modules whose "ok" result is a message meant to be read.
 MESSAGE_ACTIONS = frozenset({"debug", "ansible.builtin.debug", "ansible.legacy.debug"}) | SUMMARY_ACTIONS
 

@@ -14,7 +14,8 @@ options:
       outage). The deploy playbook gives C(llama_fleet_unreachable).
     type: raw
   ledger_path:
-    description: The placement ledger (M(llamafleet.llamacpp.fleet_ledger)); read, never written here.
+    description: The placement ledger (M(llamafleet.llamacpp.fleet_ledger), C(llama_fleet_ledger_path)); read, never
+      written here.
     type: str
     default: ./fleet-ledger.json
   fleet_name:

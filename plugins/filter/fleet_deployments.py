@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ansible.errors import AnsibleFilterError
+
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.deployments import (
     placed_instances as _placed_instances,
 )
@@ -52,6 +54,14 @@ def replicas_to_remove(names, placement, hostvars, hosts) -> list[dict]:
     return [{"name": name, "state": "absent"} for name in gone]
 
 
+def fleet_pattern(pattern):
+    """llama_fleet_hosts, checked (plugin_utils/fleet_run.fleet_pattern)."""
+    try:
+        return fleet_run.fleet_pattern(pattern)
+    except ValueError as err:
+        raise AnsibleFilterError(str(err)) from None
+
+
 def removal_hosts(hostvars, hosts) -> list[str]:
     """The run's hosts that remove placed replicas after the rollout and did not fail (none for a syntax check,
     which has no hostvars)."""
@@ -62,4 +72,5 @@ class FilterModule:
     def filters(self):
         return {"placed_instances": placed_instances, "replicas_to_remove": replicas_to_remove,
                 "gateways_before_removals": fleet_run.gateways_before_removals,
-                "gateways_after_rollout": fleet_run.gateways_after_rollout, "removal_hosts": removal_hosts}
+                "gateways_after_rollout": fleet_run.gateways_after_rollout, "removal_hosts": removal_hosts,
+                "hosts_with_work": fleet_run.hosts_with_work, "fleet_pattern": fleet_pattern}

@@ -35,4 +35,4 @@ class FilterModule:
     def filters(self):
         return {"gateway_servers": gateway_servers, "gateway_urls": gateway_urls,
                 "restarting_instances": fleet_run.restarting_instances, "deployed_instances": deployed_instances,
-                "unfinished_hosts": fleet_run.unfinished}
+                "unfinished_hosts": fleet_run.unfinished, "gateways_to_configure": fleet_run.gateways_to_configure}

@@ -41,7 +41,7 @@ from ansible.errors import AnsibleLookupError  # noqa: E402
 from ansible.plugins.lookup import LookupBase  # noqa: E402
 
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.role_vars import (  # noqa: E402
-    SETTINGS_TABLES,
+    SETTINGS_ROLES,
     role_settings,
 )
 
@@ -52,8 +52,8 @@ class LookupModule(LookupBase):
         variables = variables or {}
         found = []
         for role in terms:
-            if role not in SETTINGS_TABLES:
-                raise AnsibleLookupError(f"role_settings: {role!r} is not one of {', '.join(SETTINGS_TABLES)}")
+            if role not in SETTINGS_ROLES:
+                raise AnsibleLookupError(f"role_settings: {role!r} is not one of {', '.join(SETTINGS_ROLES)}")
             try:
                 found.append(role_settings(self._templar, variables, role))
             except KeyError as err:

@@ -35,6 +35,7 @@ description:
 author:
   - llamafleet maintainers (@llamafleet)
 extends_documentation_fragment:
+  - llamafleet.llamacpp.fleet_variables
   - llamafleet.llamacpp.attributes
   - llamafleet.llamacpp.attributes.action
   - llamafleet.llamacpp.attributes.controller

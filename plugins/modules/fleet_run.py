@@ -20,14 +20,15 @@ description:
     (empty when nothing is) - O(unreachable), the placement ledger at O(ledger_path) (absent, or this fleet's),
     O(cordon) and O(uncordon) (hosts of the fleet, not both, not against the inventory), and every fleet host's
     C(llama_fleet_cordoned) (a boolean, or not set) and C(llama_fleet_cordoned_instances) (C(keep) or C(stop), or
-    not set) - and the scrape targets file at O(metrics_targets_path) (absent, or this collection's). The task then
-    fails with it (run once, it fails every host of the play, before any of them changes).
+    not set), O(serial) - and the scrape targets file at O(metrics_targets_path) (absent, or this collection's). The
+    task then fails with it (run once, it fails every host of the play, before any of them changes).
   - "The fact's C(cordoned) lists the fleet hosts cordoned in this run: a host's C(llama_fleet_cordoned) when set
     (it wins), else the request (O(cordon), O(uncordon)), else the ledger's record."
   - Nothing runs on a host.
 author:
   - llamafleet maintainers (@llamafleet)
 extends_documentation_fragment:
+  - llamafleet.llamacpp.fleet_variables
   - llamafleet.llamacpp.attributes
   - llamafleet.llamacpp.attributes.action
   - llamafleet.llamacpp.attributes.controller
@@ -60,8 +61,8 @@ options:
     elements: str
     default: []
   maintenance:
-    description: Whether this is a maintenance run (C(playbooks/maintenance.yml)); one without O(cordon) or
-      O(uncordon) is refused.
+    description: Whether this is a maintenance run (C(llama_fleet_maintenance), set by C(playbooks/maintenance.yml));
+      one without O(cordon) or O(uncordon) is refused.
     type: bool
     default: false
   metrics_targets_path:
@@ -69,6 +70,12 @@ options:
       of the run by M(llamafleet.llamacpp.fleet_metrics_targets); a file there that is not this collection's is
       refused here, before any host changes. None to write none.
     type: str
+  serial:
+    description: The rollout's batch sizes (C(llama_fleet_serial)), checked here as
+      M(llamafleet.llamacpp.fleet_rollout) reads them - a number, a percentage (C("25%")) or a list of them - so that
+      a wrong one is refused even by a run in which no host has work.
+    type: raw
+    default: [1, "100%"]
 seealso:
   - module: llamafleet.llamacpp.fleet_rollout
 attributes:
@@ -89,7 +96,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 ansible_facts:
-  description: The run, as C(llama_fleet_run).
+  description: The run, as C(llama_fleet_run); and C(llama_fleet_rollout) as no rollout (C(order) empty), which
+    M(llamafleet.llamacpp.fleet_rollout) replaces when a host has work.
   returned: always
   type: dict
   contains:
@@ -98,6 +106,12 @@ ansible_facts:
         whose C(llama_fleet_cordoned_instances) is C(stop)), each a list of inventory names,
         C(cordon) and C(uncordon) (the request, checked), and C(refusal) (why the fleet's settings refuse the run;
         empty when they do not).
+      returned: always
+      type: dict
+    llama_fleet_rollout:
+      description: No rollout yet - C(order) empty, C(serial) C([1]), C(allowed) empty, C(refusal) empty - so that a
+        run whose hosts have no work never reads an earlier run's order (a fact cache keeps the facts of
+        C(localhost)).
       returned: always
       type: dict
 """

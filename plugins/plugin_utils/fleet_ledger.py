@@ -4,7 +4,7 @@
 is in it), and the run's scope (``_placement/run_scope.py``) from the hosts' variables.
 
 Used by the actions ``fleet_run`` (checks the ledger and the settings before anything changes), ``fleet_deployments``
-(places with the scope) and ``fleet_ledger`` (records the run).
+(places with the scope), and ``fleet_ledger`` and ``fleet_report`` (record the run: ``ledger_result``).
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.led
     LedgerError,
     ledger_text,
     read_ledger,
+    updated,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.readings import HostReading
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.readings import HostReading, PlacedReplica
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.run_scope import (
     UNREACHABLE_POLICIES,
     RunScope,
@@ -28,7 +29,8 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.run
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.files import read_bytes, write_atomically
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import role_vars
-from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.fleet_run import STATUS
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.fleet_run import DONE, JUDGEMENT, STATUS
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.placement_view import plain
 
 
 class FleetSettingError(ValueError):
@@ -180,3 +182,62 @@ def scope(hostvars: Mapping, inventory: Sequence[str], run_hosts: Sequence[str],
              else {host: host in set(cordoned) for host in inventory})
     return run_scope(inventory, run_hosts, readings, statuses=statuses, cordons=given, ledger=ledger,
                      unreachable=policy(unreachable))
+
+
+# The ledger's record of a run (the action fleet_ledger's options, and fleet_report's ledger part).
+LEDGER_SPEC = {
+    "path": {"type": "str", "default": "./fleet-ledger.json"},
+    "fleet_name": {"type": "str", "default": "llama_fleet"},
+    "inventory_hosts": {"type": "list", "elements": "str", "required": True},
+    "placed": {"type": "dict", "default": None},
+    "cordon": {"type": "list", "elements": "str", "default": []},
+    "uncordon": {"type": "list", "elements": "str", "default": []},
+    "refused": {"type": "bool", "default": False},
+}
+
+
+def ran_replicas(hostvars, placed: dict) -> dict[str, list[PlacedReplica]]:
+    """What each host the run read runs now: its share of the placement once its rollout is done (status ok), else
+    what its judge found there (its rollout did not run, or did not finish)."""
+    found = {}
+    for host, share in placed.items():
+        variables = hostvars.get(host) or {}
+        if variables.get(STATUS) == DONE:
+            found[host] = [PlacedReplica.from_dict(entry) for entry in share or []]
+            continue
+        reading = HostReading.from_dict(plain((variables.get(JUDGEMENT) or {}).get("placement")))
+        if reading is not None:
+            found[host] = list(reading.placed)
+    return found
+
+
+def ledger_result(args: Mapping, hostvars: Mapping, *, check_mode: bool = False, diff: bool = False) -> dict:
+    """The run recorded in the ledger (LEDGER_SPEC's options, checked), as an action's result: the hosts this run
+    read get what they run now (``placed``, the placement's ``ledger``), the others keep their entries, and a
+    maintenance run's cordons are recorded. Nothing of a refused run. Check mode writes nothing, its lock neither."""
+    inventory = args["inventory_hosts"]
+    if args["refused"]:
+        # The run was refused before any host changed: nothing of it is recorded, its cordons neither.
+        return {"changed": False, "path": args["path"], "msg": "the run was refused: the ledger is left as it was"}
+    if args["placed"] is None and not args["cordon"] and not args["uncordon"]:
+        return {"changed": False, "path": args["path"], "msg": "nothing to record (no placement, no cordon)"}
+    try:
+        request = cordon_request(inventory, args["cordon"], args["uncordon"])
+    except FleetSettingError as err:
+        return {"failed": True, "msg": f"{err} (the ledger was not changed)"}
+    placed = ran_replicas(hostvars, plain(args["placed"] or {}))
+    try:
+        with contextlib.nullcontext() if check_mode else locked(args["path"]):
+            before = load(args["path"], args["fleet_name"], inventory)
+            after = updated(before, inventory, placed=placed, cordoned=request)
+            old, new = ledger_text(before), ledger_text(after)
+            changed = (new != old or not exists(args["path"])) and (check_mode or save(args["path"], after))
+    except FleetSettingError as err:
+        return {"failed": True, "msg": f"{err} (the ledger was not changed)"}
+    except OSError as err:
+        return {"failed": True, "msg": f"cannot write the placement ledger to {args['path']}: {err}"}
+    result = {"path": args["path"], "hosts": sorted(placed), "changed": bool(changed),
+              "cordoned": sorted(host for host, entry in after.hosts.items() if entry.cordoned)}
+    if diff and changed:
+        result["diff"] = {"before": old, "after": new, "before_header": args["path"], "after_header": args["path"]}
+    return result

@@ -25,6 +25,20 @@ JUDGEMENT = "_llama_server_judgement"  # what the judge play registered on the h
 GATEWAY_MODELS = "llama_gateway_models"  # the routes a gateway's role found (each name with its replicas)
 
 
+FLEET_HOSTS = "llama_fleet_hosts"  # the deploy playbook's host pattern
+
+
+def fleet_pattern(pattern) -> str | list:
+    """The deploy playbook's host pattern (llama_fleet_hosts) as a play's ``hosts`` takes it - a pattern (a group, a
+    host, ``a:&b``, ...), or a list of them - when it is one. ValueError naming the variable otherwise: an empty one
+    would make every play match no host, and the run end without a word."""
+    entries = pattern if isinstance(pattern, list) else [pattern]
+    if not entries or not all(isinstance(entry, str) and entry.strip() for entry in entries):
+        raise ValueError(f"{FLEET_HOSTS}: {pattern!r} is not a host pattern; accepted: an inventory group or host, a "
+                         "pattern such as 'llama_fleet:&rack1', or a list of them (default llama_fleet)")
+    return pattern
+
+
 def run_facts(hosts: Sequence[str], inventory_hosts: Sequence[str], gateway_group: str,
               groups: Mapping[str, Sequence[str]]) -> dict:
     """The run's hosts (the fleet's, within --limit, in inventory order), the fleet's whole inventory (what the
@@ -111,6 +125,31 @@ def rollout_plan(hostvars: Mapping, hosts: Sequence[str], serial, models: Iterab
             "refusal": refusal}
 
 
+def hosts_with_work(hostvars: Mapping, hosts: Sequence[str]) -> list[str]:
+    """The run's hosts whose judge found work (status judged), in the order of ``hosts``: the rollout's hosts, before
+    its order is decided. None for a syntax check, which has no hostvars."""
+    if not isinstance(hostvars, Mapping):
+        return []
+    hostvars = read_once(hostvars)
+    return [name for name in hosts if (hostvars.get(name) or {}).get(STATUS) == JUDGED]
+
+
+# The rollout before fleet_rollout decides it, or when no host has work (its play then matches nothing): fleet_run
+# sets it, so that no run reads the order of an earlier run (a fact cache keeps localhost's facts).
+NO_ROLLOUT = {"order": [], "serial": [1], "allowed": {}, "refusal": ""}
+
+
+def serial_refusal(serial) -> str:
+    """Why the operator's ``serial`` (llama_fleet_serial) cannot batch a rollout, or "": read as the rollout's
+    batches read it (rollout_batches.batch_sizes)."""
+    try:
+        rollout_batches.batch_sizes(list(serial) if isinstance(serial, (list, tuple)) else [serial], 1)
+    except (TypeError, ValueError) as err:
+        return (f"llama_fleet_serial {serial!r}: {err}; accepted: a number, a percentage (\"25%\") or a list of "
+                "them, as a play's serial")
+    return ""
+
+
 def rollout(hostvars: Mapping, hosts: Sequence[str], gateways: Sequence[str], serial, *,
             fleet: rollout_bounds.RolloutBounds | None = None,
             deployments: Mapping[str, rollout_bounds.RolloutBounds] | None = None) -> dict:
@@ -118,7 +157,7 @@ def rollout(hostvars: Mapping, hosts: Sequence[str], gateways: Sequence[str], se
     canary), batched by the operator's ``serial`` and, with gateways, by the models their routes hold (the first
     gateway that has routes speaks for all: they route the same fleet) and their bounds."""
     hostvars = read_once(hostvars)  # the hosts with work, then what each restarts: one read per host
-    work = [name for name in hosts if (hostvars.get(name) or {}).get(STATUS) == JUDGED]
+    work = hosts_with_work(hostvars, hosts)
     models = next((hostvars[name][GATEWAY_MODELS] for name in gateways
                    if (hostvars.get(name) or {}).get(GATEWAY_MODELS) is not None), [])
     return rollout_plan(hostvars, work, serial, models, fleet=fleet, deployments=deployments)
@@ -154,6 +193,19 @@ def gateways_before_removals(hostvars: Mapping, hosts: Sequence[str], gateways: 
     if not isinstance(hostvars, Mapping):
         return []
     return list(gateways) if removal_hosts(hostvars, hosts) else []
+
+
+GATEWAY_JUDGEMENT = "_llama_gateway_judgement"  # what the judge play registered on a gateway that is a fleet host
+
+
+def gateways_to_configure(hostvars: Mapping, gateways: Sequence[str]) -> list[str]:
+    """The gateways to configure before the rollout: those the judge play did not find current (a gateway that is
+    not one of the run's fleet hosts has no judgement), in the order given; none for a syntax check."""
+    if not isinstance(hostvars, Mapping):
+        return []
+    hostvars = read_once(hostvars)
+    return [name for name in gateways
+            if not ((hostvars.get(name) or {}).get(GATEWAY_JUDGEMENT) or {}).get("current", False)]
 
 
 def gateways_after_rollout(hostvars: Mapping, order: Sequence[str], hosts: Sequence[str],

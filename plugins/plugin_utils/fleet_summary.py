@@ -1,5 +1,5 @@
-"""The fleet summary of playbooks/deploy-llm.yml: one Markdown table, host x instance (the action fleet_summary
-writes it; the filters of the same names give it to a play).
+"""The fleet summary of playbooks/deploy-llm.yml: one Markdown table, host x instance (the actions fleet_summary and
+fleet_report write it, with ``summary_result``; the filters of the same names give it to a play).
 
 Every host of the rollout gets at least one row, so a host that failed or was
 never reached is visible in the table instead of silently missing from it.
@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.files import read_bytes, write_atomically
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import role_vars
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.fleet_run import JUDGED, STARTED, STATUS
 
@@ -259,3 +260,43 @@ def fleet_summary_markdown(hosts: Iterable[str], hostvars: Mapping, title: str =
     if deployments:
         lines += deployment_lines(deployments, hostvars, scope)
     return "\n".join(lines) + "\n"
+
+
+GATEWAY_URL = "llama_gateway_url"  # set by the llama_gateway role
+
+# The summary's options (the action fleet_summary's, and fleet_report's summary part).
+SUMMARY_SPEC = {
+    "hosts": {"type": "list", "elements": "str", "required": True},
+    "path": {"type": "str", "default": "./fleet-summary.md"},
+    "title": {"type": "str", "default": "llama-server fleet"},
+    "gateways": {"type": "list", "elements": "str", "default": []},
+    "gateway_hosts": {"type": "list", "elements": "str", "default": []},
+    "deployments": {"type": "list", "elements": "dict", "default": []},
+    "inventory_hosts": {"type": "list", "elements": "str", "default": []},
+    "scope": {"type": "dict", "default": None},
+}
+
+
+def write_if_different(path: str, text: str) -> None:
+    """Write the summary when its content differs; a missing directory is an error (a wrong path), not made."""
+    data = text.encode()
+    if read_bytes(path) != data:
+        write_atomically(path, data, 0o644, make_dirs=False)
+
+
+def summary_result(args: Mapping, hostvars: Mapping) -> dict:
+    """The summary of ``args`` (SUMMARY_SPEC's options, checked) from the hosts' variables (each read once), written
+    to ``path`` (none: not written), as an action's result. A summary is a report, not managed state: never
+    changed."""
+    # A gateway host's URL is known once its role ran (llama_gateway_url); one that never got there has none.
+    urls = [*args["gateways"],
+            *(url for name in args["gateway_hosts"] if (url := (hostvars.get(name) or {}).get(GATEWAY_URL)))]
+    text = fleet_summary_markdown(args["hosts"], hostvars, args["title"], urls, args["deployments"],
+                                  inventory_hosts=args["inventory_hosts"], scope=args["scope"])
+    if args["path"]:
+        try:
+            write_if_different(args["path"], text)
+        except OSError as err:
+            return {"failed": True, "msg": f"cannot write the fleet summary to {args['path']}: {err}"}
+    # Shown like a debug message by the stdout callbacks, without -v: the summary is what the run is for.
+    return {"changed": False, "msg": text.splitlines(), "path": args["path"], "_ansible_verbose_always": True}

@@ -14,8 +14,6 @@ from ansible.errors import AnsibleError
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import rollout_bounds
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.settings import GATEWAY_SETTINGS
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import SETTINGS
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.inputs import (
     DEFAULT_GPU_MARGIN_MIB,
     DEFAULT_RAM_MARGIN_MIB,
@@ -51,13 +49,35 @@ MAX_SURGE = "llama_fleet_max_surge"
 BOUND_NAMES = (MAX_UNAVAILABLE, MAX_SURGE)
 CORDON_REQUEST = "llama_fleet_cordon"  # the maintenance playbook's hosts to cordon
 UNCORDON_REQUEST = "llama_fleet_uncordon"  # and to open again
+MAINTENANCE = "llama_fleet_maintenance"  # set by the maintenance playbook
+GATEWAY_GROUP = "llama_fleet_gateway_group"  # the inventory group of the fleet's gateways
+SERIAL = "llama_fleet_serial"  # the rollout's batch sizes
+SUMMARY_PATH = "llama_fleet_summary_path"  # the controller's Markdown summary
+METRICS_TARGETS_PATH = "llama_fleet_metrics_targets_path"  # the controller's Prometheus scrape targets
 # The deploy playbook's judge play sets it when it places llama_fleet_deployments.
 PLACING = "_llama_fleet_placing"
 # And this one on the hosts that are also the run's gateways: their judge reads the gateway too.
 READ_GATEWAY = "_llama_fleet_read_gateway"
 
-# Each role's settings table: the settings its modules take as ``settings``, each the role variable of its name.
-SETTINGS_TABLES = {"llama_server": SETTINGS, "llama_gateway": GATEWAY_SETTINGS}
+# The roles whose settings table (settings_table) gives the settings their modules take as ``settings``.
+SETTINGS_ROLES = ("llama_server", "llama_gateway")
+
+
+# The settings tables are imported where they are read, not with this module: most of the controller's actions read
+# role variables by name only, and Ansible's collection loader compiles a plugin's sources each time a process
+# imports them (no bytecode cache).
+def settings_table(role: str) -> tuple:
+    """A role's settings table (one of SETTINGS_ROLES): each setting the role variable of its name."""
+    if role == "llama_gateway":
+        from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.settings import (  # noqa: PLC0415
+            GATEWAY_SETTINGS,
+        )
+        return GATEWAY_SETTINGS
+    from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import (  # noqa: PLC0415
+        SETTINGS,
+    )
+    return SETTINGS if role == "llama_server" else ()
+
 
 # The host judge's options (llama_server_host) and the variable of the llama_server role that gives each, when the
 # role's judge step has the action read them itself (role_variables); ``settings`` comes from the settings table.
@@ -84,7 +104,7 @@ def role_settings(templar, variables: Mapping, role: str, cache: dict | None = N
     them all: the caller is not in the role)."""
     cache = {} if cache is None else cache
     found = {}
-    for setting in SETTINGS_TABLES[role]:
+    for setting in settings_table(role):
         if setting.secret:
             continue
         if setting.role_variable not in variables:
@@ -99,7 +119,7 @@ def gateway_variables(templar, variables: Mapping, cache: dict | None = None, *,
     read there: _gateway/settings.gateway_settings gives the others their defaults, from the same table."""
     cache = {} if cache is None else cache
     return {setting.name: _templated_variable(templar, variables, setting.role_variable, cache)
-            for setting in GATEWAY_SETTINGS
+            for setting in settings_table("llama_gateway")
             if setting.role_variable in variables and (secrets or not setting.secret)}
 
 

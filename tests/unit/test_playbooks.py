@@ -24,6 +24,21 @@ def test_the_deploy_playbook_loads(playbook):
     assert "deploy_llm.yml" in proc.stdout or "deploy-llm.yml" in proc.stdout
 
 
+@pytest.mark.parametrize("pattern", ["", [], 3])
+def test_a_wrong_host_pattern_stops_the_run_before_any_task(pattern):
+    """An empty llama_fleet_hosts would make every play match nothing, and the run end in silence: refused."""
+    root = os.path.dirname(os.path.abspath(conftest.__file__))
+    proc = subprocess.run(
+        [BIN, "-i", "localhost,", "playbooks/deploy-llm.yml", "-e", json.dumps({"llama_fleet_hosts": pattern})],
+        cwd=root,
+        capture_output=True, text=True, check=False, timeout=120,
+        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": conftest.collection_path(), "ANSIBLE_NOCOLOR": "1"})
+    assert proc.returncode != 0, proc.stdout + proc.stderr
+    assert "llama_fleet_hosts: " in proc.stdout + proc.stderr
+    assert "is not a host pattern" in proc.stdout + proc.stderr
+    assert "TASK [" not in proc.stdout
+
+
 def _rollout_batches(tmp_path, hosts: dict, gateways: dict | None = None) -> list[list[str]]:
     """The deploy playbook's own run step (fleet_run), its rollout play (fleet_rollout) and its deploy play's hosts
     and serial, on local hosts whose judgements arrive in reverse order (the later hosts sleep less): the batches it
@@ -72,6 +87,12 @@ def test_the_rollout_takes_its_hosts_in_inventory_order(tmp_path):
     assert batches == [["h1"], ["h3", "h4"]]
 
 
+def test_a_run_with_no_work_orders_no_rollout(tmp_path):
+    """No host has work: the play that orders the rollout matches no host, and the rollout play none either (the run
+    reads the empty rollout fleet_run set)."""
+    assert _rollout_batches(tmp_path, {"h1": {"delay": 0, "status": "ok"}, "h2": {"delay": 0, "status": "ok"}}) == []
+
+
 def _host(delay):
     return {"delay": delay, "status": "judged",
             "_llama_server_judgement": {"current": False, "work": {"all": False, "instances": ["main"]}}}
@@ -117,9 +138,9 @@ def test_the_placement_playbook_places_a_fleet_from_a_file_without_any_host(tmp_
 
 
 def test_a_refused_fleet_setting_fails_every_host_with_one_task(tmp_path):
-    """The judge play's first task (fleet_run, run once) on three local hosts with a bound that is a word, then with
-    a scrape targets file that is not the collection's: the run fails naming it, once, and no host reaches the next
-    task or play."""
+    """The judge play's first task (fleet_run, run once) on three local hosts with a bound that is a word, a serial
+    that is a word, then a scrape targets file that is not the collection's: the run fails naming it, once, and no
+    host reaches the next task or play."""
     root = os.path.dirname(os.path.abspath(conftest.__file__))
     with open(os.path.join(root, "playbooks", "deploy_llm.yml"), encoding="utf-8") as handle:
         plays = yaml.safe_load(handle)
@@ -139,6 +160,7 @@ def test_a_refused_fleet_setting_fails_every_host_with_one_task(tmp_path):
     foreign = tmp_path / "targets.json"
     foreign.write_text('[{"targets": ["node:9100"], "labels": {"job": "node"}}]\n')
     for extra, named in ((["-e", "llama_fleet_max_unavailable=some"], "llama_fleet_max_unavailable"),
+                         (["-e", "llama_fleet_serial=sometimes"], "llama_fleet_serial 'sometimes'"),
                          (["-e", f"llama_fleet_metrics_targets_path={foreign}"], "was not written by this collection")):
         proc = subprocess.run(
             [BIN, "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml"), *extra],

@@ -25,11 +25,11 @@ SPECS = {
     "llama_server_plan": plan_options.argument_spec(),
     "llama_server_instance": _spec("action.llama_server_instance.ARGUMENT_SPEC"),
     "llama_server_host": _spec("action.llama_server_host.ARGUMENT_SPEC"),
-    "fleet_summary": _spec("action.fleet_summary.ARGUMENT_SPEC"),
-    "fleet_metrics_targets": _spec("action.fleet_metrics_targets.ARGUMENT_SPEC"),
-    "fleet_deployments": _spec("action.fleet_deployments.ARGUMENT_SPEC"),
-    "fleet_run": _spec("action.fleet_run.ARGUMENT_SPEC"),
-    "fleet_rollout": _spec("action.fleet_rollout.ARGUMENT_SPEC"),
+    # The controller's actions: the options they take (their spec, and fleet_variables where they read the deploy
+    # playbook's variables).
+    **{name: _spec(f"action.{name}.ActionModule").argument_spec() for name in (
+        "fleet_summary", "fleet_metrics_targets", "fleet_deployments", "fleet_run", "fleet_rollout", "fleet_report",
+        "fleet_ledger", "llama_gateway_judge")},
 }
 
 

@@ -80,7 +80,8 @@ def test_deployed_instances(rows, back):
 
 
 def test_the_filters_are_registered():
-    names = {"gateway_servers", "gateway_urls", "restarting_instances", "deployed_instances", "unfinished_hosts"}
+    names = {"gateway_servers", "gateway_urls", "restarting_instances", "deployed_instances", "unfinished_hosts",
+             "gateways_to_configure"}
     assert set(filters.FilterModule().filters()) == names
 
 

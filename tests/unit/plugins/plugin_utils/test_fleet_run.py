@@ -112,6 +112,63 @@ def test_the_rollout_of_a_run(gateways, serial, expected):
     assert fleet_run.rollout(hostvars, ["a", "x", "b", "y", "c"], gateways, serial) == expected
 
 
+def test_hosts_with_work_are_the_judged_ones_in_the_order_given():
+    hostvars = {"a": judged(status="ok"), "b": judged(status="judged"), "c": judged(status="failed"),
+                "d": judged(status="judged"), "e": {}}
+    assert fleet_run.hosts_with_work(hostvars, ["d", "a", "b", "c", "e"]) == ["d", "b"]
+    assert fleet_run.hosts_with_work(hostvars, []) == []
+    assert fleet_run.hosts_with_work("a syntax check has no hostvars", ["a"]) == []
+
+
+@pytest.mark.parametrize(("serial", "refused"), [
+    ([1, "100%"], False), (3, False), ("25%", False), ([1, 5, "50%"], False),
+    ("half", True), ([1, "most%"], True), ([1, None], True), ({"a": 1}, True),
+])
+def test_a_serial_is_read_as_the_rollout_reads_it(serial, refused):
+    said = fleet_run.serial_refusal(serial)
+    assert bool(said) is refused
+    if refused:
+        assert said.startswith(f"llama_fleet_serial {serial!r}: ")
+        assert "accepted: a number, a percentage" in said
+
+
+def test_the_gateways_to_configure_are_those_not_found_current():
+    hostvars = {"g1": {"_llama_gateway_judgement": {"current": True}}, "g2": {"_llama_gateway_judgement": {
+        "current": False, "why": ["its configuration differs"]}}, "g3": {}, "g4": {"_llama_gateway_judgement": {
+            "skipped": True}}}
+    assert fleet_run.gateways_to_configure(hostvars, ["g4", "g3", "g2", "g1"]) == ["g4", "g3", "g2"]
+    assert fleet_run.gateways_to_configure("a syntax check has no hostvars", ["g1"]) == []
+
+
+@pytest.mark.parametrize("pattern", ["llama_fleet", "llama_fleet:&rack1", ["a", "b"], "gpu[1:4]"])
+def test_a_host_pattern_is_given_back_as_it_is(pattern):
+    assert fleet_run.fleet_pattern(pattern) == pattern
+
+
+@pytest.mark.parametrize("pattern", ["", "  ", None, [], ["a", ""], 3, {"hosts": "a"}])
+def test_a_wrong_host_pattern_is_refused_naming_the_variable(pattern):
+    with pytest.raises(ValueError, match=r"^llama_fleet_hosts: .* is not a host pattern; accepted: "):
+        fleet_run.fleet_pattern(pattern)
+
+
+def test_fleet_variables_give_the_options_the_task_does_not():
+    """The playbook's variables of the options' names (not null), unless the task gives the option; a task without
+    fleet_variables reads none of them."""
+    hostvars = {"a": judged("main"), "b": judged("main")}
+    variables = {"hostvars": hostvars, "llama_fleet_serial": "half", "llama_fleet_max_surge": None}
+    read = actions.run_action(rollout_action, {"hosts": ["a", "b"], "fleet_variables": True}, task_vars=variables)[0]
+    assert read["failed"] is True
+    assert read["msg"].startswith("llama_fleet_serial 'half': ")
+    given = actions.run_action(rollout_action, {"hosts": ["a", "b"], "fleet_variables": True, "serial": [2]},
+                               task_vars=variables)[0]
+    assert given["ansible_facts"]["llama_fleet_rollout"]["serial"] == [2]
+    unread = actions.run_action(rollout_action, {"hosts": ["a", "b"]}, task_vars=variables)[0]
+    assert unread["ansible_facts"]["llama_fleet_rollout"]["serial"] == [1, 1]
+    bounded = actions.run_action(rollout_action, {"hosts": ["a", "b"], "fleet_variables": True},
+                                 task_vars={**variables, "llama_fleet_serial": 1, "llama_fleet_max_unavailable": "x"})
+    assert bounded[0]["msg"].startswith("llama_fleet_max_unavailable: 'x' is not a whole number")
+
+
 def test_unfinished_hosts():
     hostvars = {"a": judged(status="ok"), "b": judged(status="failed"), "c": judged(status="started"),
                 "d": judged(status="judged"), "e": {}}
@@ -124,12 +181,20 @@ def test_the_run_action_sets_its_fact(tmp_path):
                                                     "ledger_path": str(tmp_path / "fleet-ledger.json")},
                                        task_vars={"groups": {"gw": ["g1"], "other": ["o"]}})
     assert calls == []
+    # With the rollout reset: a run whose hosts have no work never reads an earlier run's order (fact cache).
     assert (result["changed"], result["ansible_facts"]) == (False, {"llama_fleet_run": {
         "hosts": ["a", "b"], "inventory_hosts": ["a", "b", "z"], "gateways": ["g1"], "refusal": "", "cordoned": [],
-        "stopping": [], "cordon": [], "uncordon": []}})
+        "stopping": [], "cordon": [], "uncordon": []},
+        "llama_fleet_rollout": {"order": [], "serial": [1], "allowed": {}, "refusal": ""}})
     no_group = actions.run_action(run_action, {"hosts": ["a"], "inventory_hosts": ["a"], "gateway_group": "gw"},
                                   task_vars={"groups": {}})[0]
     assert no_group["ansible_facts"]["llama_fleet_run"]["gateways"] == []
+    # A serial the rollout could not read is refused here, whether or not a host has work.
+    bad = actions.run_action(run_action, {"hosts": ["a"], "inventory_hosts": ["a"], "gateway_group": "gw",
+                                          "serial": "sometimes", "ledger_path": str(tmp_path / "fleet-ledger.json")},
+                             task_vars={"groups": {}})[0]
+    assert bad["failed"] is True
+    assert bad["msg"].startswith("llama_fleet_serial 'sometimes': ")
 
 
 LEDGER_OF_Z = json.dumps({"kind": "llamafleet placement ledger", "version": 1, "fleet": "llama_fleet",
