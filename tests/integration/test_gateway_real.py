@@ -318,6 +318,29 @@ def test_a_drain_waits_for_a_stream_that_a_reload_left_in_the_old_process(fleet)
     gateway.ready(proxy.api, busy, **_paths(proxy))
 
 
+def test_a_drain_waits_for_a_stream_on_a_server_the_reload_removed(fleet):
+    """A moved replica's old copy: the reload that routes the new copy leaves the old one out of the configuration,
+    while a stream that began before it still runs there, in the old worker. The drain before the old copy's removal
+    finds no such server in the new process, and waits for the old worker's stream all the same."""
+    proxy = fleet["gateway"]
+    thread, streamed, busy = _stream_on_alpha(proxy, {"max_tokens": 600, "ignore_eos": True}, timeout=300)
+    try:
+        proxy.reload([server for server in fleet["servers"] if server.name != busy])
+        assert gateway.in_flight(proxy.api, proxy.master, busy) == (1, "")
+        assert thread.is_alive()
+        result = gateway.drain(proxy.api, busy, timeout_s=240, master=proxy.master, **_paths(proxy))
+        returned = time.monotonic()
+    finally:
+        thread.join(timeout=300)
+        proxy.reload(fleet["servers"])  # the next tests route both replicas again
+        _wait_all_up(proxy)
+    assert (result["drained"], result["changed"], result["in_flight_left"]) == (True, False, 0)
+    assert result["waited_s"] > 1
+    assert "not in this gateway: held by a process a reload left running" in result["words"]
+    assert streamed["events"][-1].strip() == b"data: [DONE]"
+    assert streamed["ended"] - returned < 5
+
+
 def test_a_single_replica_restarting_keeps_requests_waiting_in_the_gateway(fleet):
     proxy, beta = fleet["gateway"], fleet["beta"]
     result = gateway.drain(proxy.api, "h3:main", timeout_s=30, **_paths(proxy))

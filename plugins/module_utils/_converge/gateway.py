@@ -144,6 +144,27 @@ def in_flight(api: RuntimeSocket, master: RuntimeSocket | None, server: str) -> 
     return left, ""
 
 
+def _wait_in_flight(api: RuntimeSocket, master: RuntimeSocket | None, server: str, deadline: float, *,
+                    clock: Callable[[], float], sleep: Callable[[float], None]) -> tuple[int, str]:
+    """Wait until the server holds no request in any process (in_flight), or the deadline: what was left, and what
+    could not be counted."""
+    unanswered_since = None
+    while True:
+        left, unseen = in_flight(api, master, server)
+        # Nothing counted, but the master did not answer (it may be starting again after a reload): a stream held by
+        # an old process would go uncounted, so it is asked again, for a while.
+        if unseen and master is not None and os.path.exists(master.path):
+            unanswered_since = clock() if unanswered_since is None else unanswered_since
+            if clock() - unanswered_since < MASTER_GRACE_S and clock() < deadline:
+                sleep(POLL_S)
+                continue
+        else:
+            unanswered_since = None
+        if not left or clock() >= deadline:
+            return left, unseen
+        sleep(POLL_S)
+
+
 def drain(api: RuntimeSocket, server: str, timeout_s: float, *, master: RuntimeSocket | None = None,
           lock_path: str = DRAIN_LOCK, times_path: str = DRAIN_TIMES, clock: Callable[[], float] = time.monotonic,
           sleep: Callable[[float], None] = time.sleep, wall: Callable[[], float] = time.time) -> dict:
@@ -158,8 +179,7 @@ def drain(api: RuntimeSocket, server: str, timeout_s: float, *, master: RuntimeS
             states = api.states()
             targets = runtime_api.find(states, server)
             if not targets:
-                return {"server": server, "drained": False, "changed": False,
-                        "words": f"{server}: not in this gateway"}
+                break
             blocked = [why for target in targets for allowed, why in [runtime_api.may_drain(states, target)]
                        if not allowed]
             if not blocked or clock() >= deadline:
@@ -172,21 +192,19 @@ def drain(api: RuntimeSocket, server: str, timeout_s: float, *, master: RuntimeS
                 break
         waited_for_others = blocked[0]
         sleep(POLL_S)
-    unanswered_since = None
-    while True:
+    if not targets:
+        # Not in this gateway's configuration (a moved replica's old copy, once the gateway routes its new one): a
+        # stream that began before that reload is still held by a process the reload left running, on this server.
         left, unseen = in_flight(api, master, server)
-        # Nothing counted, but the master did not answer (it may be starting again after a reload): a stream held by
-        # an old process would go uncounted, so it is asked again, for a while.
-        if unseen and master is not None and os.path.exists(master.path):
-            unanswered_since = clock() if unanswered_since is None else unanswered_since
-            if clock() - unanswered_since < MASTER_GRACE_S and clock() < deadline:
-                sleep(POLL_S)
-                continue
-        else:
-            unanswered_since = None
-        if not left or clock() >= deadline:
-            break
-        sleep(POLL_S)
+        if not left and not (unseen and master is not None and os.path.exists(master.path)):
+            return {"server": server, "drained": False, "changed": False, "words": f"{server}: not in this gateway"}
+        left, unseen = _wait_in_flight(api, master, server, deadline, clock=clock, sleep=sleep)
+        waited = clock() - started
+        words = runtime_api.drained_words(server, waited, left, int(timeout_s), unseen)
+        return {"server": server, "drained": True, "changed": False, "in_flight_left": left,
+                "waited_s": round(waited, 2), "words": f"{words} (not in this gateway: held by a process a reload left "
+                                                       "running)"}
+    left, unseen = _wait_in_flight(api, master, server, deadline, clock=clock, sleep=sleep)
     waited = clock() - started
     words = runtime_api.drained_words(server, waited, left, int(timeout_s), unseen)
     if waited_for_others:

@@ -173,6 +173,23 @@ def test_drain_waits_for_a_stream_an_old_process_holds(tmp_path):
     assert master.asked == ["show proc"]
 
 
+def test_drain_waits_for_a_stream_an_old_process_holds_on_a_server_the_reload_removed(tmp_path):
+    """A moved replica's old copy: the gateway's new configuration routes its new copy only, but a stream that began
+    before that reload is still held by the old process, on the old copy. Its removal waits for it."""
+    clock = Clock()
+    (tmp_path / "master.sock").touch()
+    runtime = Runtime(clock, {"h1:gemma-0": {"backend": "model_m", "status": "UP"}})  # the new copy
+    master = Master(clock, tmp_path / "master.sock", {700: {"h2:gemma-0": 4.0}})
+    result = _master_drain(runtime, master, clock, "h2:gemma-0", 30, tmp_path=tmp_path)
+    assert runtime.sent == []  # nothing to take out of this process's rotation
+    assert (result["drained"], result["changed"], result["in_flight_left"], result["waited_s"]) == (True, False, 0, 4.0)
+    assert result["words"] == ("h2:gemma-0: drained, no request in flight (waited 4.0 s) (not in this gateway: held "
+                               "by a process a reload left running)")
+    # Once the old process is gone, the server is simply not in this gateway.
+    assert _master_drain(runtime, master, clock, "h2:gemma-0", 30, tmp_path=tmp_path) == {
+        "server": "h2:gemma-0", "drained": False, "changed": False, "words": "h2:gemma-0: not in this gateway"}
+
+
 def test_drain_asks_a_master_that_starts_again_after_a_reload_until_it_answers(tmp_path):
     """The master refuses connections while it executes itself again (a reload): the drain asks it again rather
     than take the old process's stream for none."""
