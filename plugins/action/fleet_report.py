@@ -9,26 +9,19 @@ from __future__ import annotations
 
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import role_vars
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.controller_action import ControllerAction
-from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.fleet_ledger import ledger_result
-from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.fleet_summary import summary_result
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.fleet_ledger import LEDGER_SPEC, ledger_result
+from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.fleet_summary import SUMMARY_SPEC, summary_result
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.fleet_targets import targets_result
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.host_reads import read_once
 
+# Each part's options as its own action declares them (their defaults included), the paths renamed by part.
 ARGUMENT_SPEC = {
-    "hosts": {"type": "list", "elements": "str", "required": True},
-    "inventory_hosts": {"type": "list", "elements": "str", "required": True},
-    "gateway_hosts": {"type": "list", "elements": "str", "default": []},
-    "summary_path": {"type": "str", "default": "./fleet-summary.md"},
-    "title": {"type": "str", "default": "llama-server fleet"},
-    "deployments": {"type": "list", "elements": "dict", "default": []},
-    "scope": {"type": "dict", "default": None},
-    "ledger_path": {"type": "str", "default": "./fleet-ledger.json"},
-    "fleet_name": {"type": "str", "default": "llama_fleet"},
-    "placed": {"type": "dict", "default": None},
-    "refused": {"type": "bool", "default": False},
-    "cordon": {"type": "list", "elements": "str", "default": []},
-    "uncordon": {"type": "list", "elements": "str", "default": []},
-    "metrics_targets_path": {"type": "str", "default": None},
+    **{name: SUMMARY_SPEC[name] for name in ("hosts", "gateway_hosts", "title", "deployments", "scope")},
+    "summary_path": SUMMARY_SPEC["path"],
+    **{name: LEDGER_SPEC[name] for name in ("inventory_hosts", "fleet_name", "placed", "refused", "cordon",
+                                            "uncordon")},
+    "ledger_path": LEDGER_SPEC["path"],
+    "metrics_targets_path": {"type": "str", "default": None},  # none: no targets written
 }
 
 

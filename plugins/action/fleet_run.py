@@ -3,8 +3,8 @@
 """The deploy playbook's run, once, on the controller: its hosts, the fleet's inventory and its gateways, as the fact
 ``llama_fleet_run`` (plugin_utils/fleet_run.py) that every play reads by name, with ``llama_fleet_rollout`` reset to
 no rollout; and the fleet's settings, the rollout's serial and the scrape targets file checked before anything
-changes: the task fails with what is wrong (run once, it fails every
-host of the play), and the fact's ``refusal`` says it too."""
+changes: the task fails with what is wrong (run once, it fails every host of the play), and the fact's ``refusal``
+says it too."""
 
 from __future__ import annotations
 
