@@ -1,6 +1,7 @@
 """A preset rollout under load, through the fleet's gateway, on the local fleet (scripts/fleet.sh).
 
     bench/rollout_under_load.py [--hosts 2] [--fleet default|tiny] [--surge 0[,100%]] [--clients 4] [--steady-s 60]
+                                [--rounds 1]
 
 Brings up N nspawn hosts (the gateway on the first one) and deploys with playbooks/deploy-llm.yml either
 
@@ -29,6 +30,12 @@ then measures, in one run:
 Needs root (systemd-nspawn), like `make deploy-local`; the hosts stay up (`make fleet-down`). Prints tables. With
 two --surge values (``0,100%``) the rollout back to the first presets is measured too, with the second; with one,
 the fleet is deployed back unmeasured, with the same.
+
+A p99 needs samples: a 2-host rollout serves about 100 short requests, whose p99 is then the second-worst. Each of
+--rounds K rounds measures a steady state and the rollout(s) again; with K > 1 a last table pools each surge
+setting's requests (steady and rollout) over the rounds, and gives the p99 ratio of the pooled samples and the
+median of the rounds' ratios. Every p99 is interpolated between ranks (statistics.quantiles, inclusive) and printed
+with its number of samples.
 """
 
 from __future__ import annotations
@@ -141,12 +148,18 @@ def deploy(fleet: Fleet, halved: bool, surge: str, gateway_inventory: Path) -> t
     return time.monotonic() - started, output
 
 
+def durations(records: list[dict], kind: str) -> list[float]:
+    """The latencies in seconds of the answered requests of one kind ("short" or "stream")."""
+    return [record["end"] - record["start"] for record in records if record.get("kind") == kind
+            and record.get("status") == 200]
+
+
 def latencies(records: list[dict], kind: str) -> tuple[float, float]:
-    values = sorted(record["end"] - record["start"] for record in records if record.get("kind") == kind
-                    and record.get("status") == 200)
-    if not values:
-        return 0.0, 0.0
-    return statistics.median(values), values[min(len(values) - 1, int(len(values) * 0.99))]
+    """p50 and p99 (interpolated between ranks: with fewer than 100 samples, nearest-rank would be the maximum)."""
+    values = durations(records, kind)
+    if len(values) < 2:
+        return (values[0], values[0]) if values else (0.0, 0.0)
+    return statistics.median(values), statistics.quantiles(values, n=100, method="inclusive")[98]
 
 
 class Load:
@@ -172,8 +185,8 @@ def row(name: str, records: list[dict], extra: str = "") -> str:
     failed = gateway_load.failures(records)
     short, short99 = latencies(records, "short")
     stream, stream99 = latencies(records, "stream")
-    return (f"| {name} | {len(records)} | {len(failed)} | {short:.2f} / {short99:.2f} | {stream:.2f} / {stream99:.2f}"
-            f" | {extra} |")
+    return (f"| {name} | {len(records)} | {len(durations(records, 'short'))} | {len(failed)} | {short:.2f} / "
+            f"{short99:.2f} | {stream:.2f} / {stream99:.2f} | {extra} |")
 
 
 def post(url: str, body: bytes, headers: dict, timeout: float = 120) -> tuple[int, bytes]:
@@ -301,9 +314,24 @@ def surge_notes(output: str) -> str:
     return found.group(0) if found else "none"
 
 
+def steady_state(url: str, key: str, fleet: Fleet, *, clients: int, seconds: float,
+                 sampler: gateway_rotation.RotationSampler) -> dict:
+    """The rollout's load without a rollout: the clients and a long stream (it holds one replica's slot)."""
+    steady_from = time.time()
+    hang_up, steady_stream = threading.Event(), {}
+    with Load(url, clients, fleet.model) as load:
+        streamer = threading.Thread(target=long_stream, args=(url, key, fleet.model, steady_stream, hang_up))
+        streamer.start()
+        time.sleep(seconds)
+        hang_up.set()
+    streamer.join()
+    return {"records": load.records, "seconds": seconds, "rotation": sampler.summary(steady_from, time.time())}
+
+
 def rollout(fleet: Fleet, *, halved: bool, surge: str, gateway_inventory: Path, url: str, key: str, clients: int,
-            sampler: gateway_rotation.RotationSampler, steady: dict) -> None:
-    """One measured rollout under load (to the halved contexts or back), and its tables."""
+            sampler: gateway_rotation.RotationSampler, steady: dict, heading: str) -> dict:
+    """One measured rollout under load (to the halved contexts or back), and its tables; what the pooled table of
+    several rounds needs."""
     stream: dict = {}
     with Load(url, clients, fleet.model) as during:
         streamer = threading.Thread(target=long_stream, args=(url, key, fleet.model, stream))
@@ -315,23 +343,51 @@ def rollout(fleet: Fleet, *, halved: bool, surge: str, gateway_inventory: Path, 
     streamer.join()
     rotation = sampler.summary(rollout_from, rollout_until)
     what = "every context halved" if halved else "every context back"
-    print(f"\n### rollout ({what}), llama_fleet_max_surge {surge}\n")
-    print("| phase | requests | failed | short p50 / p99 | stream p50 / p99 | |")
-    print("|---|---|---|---|---|---|")
+    print(f"\n### {heading}rollout ({what}), llama_fleet_max_surge {surge}\n")
+    print("| phase | requests | short requests | failed | short p50 / p99 | stream p50 / p99 | |")
+    print("|---|---|---|---|---|---|---|")
     print(row(f"steady ({steady['seconds']:.0f} s)", steady["records"]))
     print(row(f"rollout: {what}", during.records, f"rollout {seconds:.1f} s"))
     _short50, steady99 = latencies(steady["records"], "short")
     _short50, rollout99 = latencies(during.records, "short")
+    ratio = rollout99 / steady99 if steady99 else 0.0
     if steady99:
-        print(f"\nshort p99 during the rollout / steady: {rollout99 / steady99:.2f}x (the goal: at most 2x)")
+        print(f"\nshort p99 during the rollout / steady: {ratio:.2f}x (the goal: at most 2x)")
     print(f"\nreplicas in rotation (the gateway's exporter, {rotation['samples']} samples during the rollout, "
           f"longest gap {rotation['longest_gap_s']:.3f} s, {sampler.errors} failed fetches); the placement: "
           f"{surge_notes(output)}\n")
     print("| backend | N (steady) | fewest during the rollout | goal | |\n|---|---|---|---|---|")
-    print("\n".join(rotation_rows(steady["rotation"], rotation, fleet, surge)))
+    rows = rotation_rows(steady["rotation"], rotation, fleet, surge)
+    print("\n".join(rows))
     print(f"\nlong stream across the rollout: {stream.get('events', 0)} events, "
           f"{'complete' if stream.get('complete') else 'NOT complete'} in {stream.get('seconds', 0):.1f} s"
           f"{' ' + stream['error'] if stream.get('error') else ''}", flush=True)
+    return {"surge": surge, "records": during.records, "seconds": seconds, "ratio": ratio,
+            "rotation_met": all(line.endswith("| met |") for line in rows), "stream_complete": bool(
+                stream.get("complete"))}
+
+
+def pooled_rows(steadies: list[dict], rollouts: list[dict]) -> list[str]:
+    """Per surge setting, the rounds' requests pooled: the short p99 of all the steady states against that of all
+    its rollouts, with their numbers of samples, and the median of the rounds' own ratios."""
+    steady_records = [record for steady in steadies for record in steady["records"]]
+    _p50, steady99 = latencies(steady_records, "short")
+    lines = []
+    for surge in dict.fromkeys(result["surge"] for result in rollouts):
+        mine = [result for result in rollouts if result["surge"] == surge]
+        records = [record for result in mine for record in result["records"]]
+        _p50, rollout99 = latencies(records, "short")
+        ratio = rollout99 / steady99 if steady99 else 0.0
+        each = ", ".join(f"{result['ratio']:.2f}" for result in mine)
+        lines.append(
+            f"| {surge} | {len(mine)} | {len(durations(steady_records, 'short'))} / {len(durations(records, 'short'))}"
+            f" | {len(gateway_load.failures(records))} | {steady99:.2f} / {rollout99:.2f} s | **{ratio:.2f}x** | "
+            f"{statistics.median(result['ratio'] for result in mine):.2f}x "
+            f"({each}) | "
+            f"{sum(result['rotation_met'] for result in mine)}/{len(mine)} | "
+            f"{sum(result['stream_complete'] for result in mine)}/{len(mine)} | "
+            f"{statistics.median(result['seconds'] for result in mine):.1f} s |")
+    return lines
 
 
 def main() -> None:
@@ -343,6 +399,8 @@ def main() -> None:
                              "(0,100%%): the first for the rollout, the second for the measured rollout back")
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--steady-s", type=float, default=60)
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="rounds of a steady state and the rollout(s); with more than one, a pooled table")
     parser.add_argument("--skip-extras", action="store_true",
                         help="only the rollout (no gateway overhead, no bad requests): the CI smoke step")
     args = parser.parse_args()
@@ -364,24 +422,28 @@ def main() -> None:
     url = f"http://{hosts[0]['address']}:8000"
     sampler = gateway_rotation.RotationSampler(f"http://{hosts[0]['address']}:8405/metrics", key).start()
 
-    # The steady state carries the rollout's load: the clients and a long stream, which holds one replica's slot.
-    steady_from = time.time()
-    hang_up, steady_stream = threading.Event(), {}
-    with Load(url, args.clients, fleet.model) as load:
-        streamer = threading.Thread(target=long_stream, args=(url, key, fleet.model, steady_stream, hang_up))
-        streamer.start()
-        time.sleep(args.steady_s)
-        hang_up.set()
-    streamer.join()
-    steady = {"records": load.records, "seconds": args.steady_s,
-              "rotation": sampler.summary(steady_from, time.time())}
     print(f"\n{args.hosts} hosts, fleet {args.fleet}, {args.clients} clients asking for {fleet.model}; first deploy "
           f"{first:.1f} s; latency p50 / p99 in seconds (short: 8 tokens; stream: 48 tokens)")
     common = {"gateway_inventory": gateway_inventory, "url": url, "key": key, "clients": args.clients,
-              "sampler": sampler, "steady": steady}
-    rollout(fleet, halved=True, surge=surges[0], **common)
-    if len(surges) > 1:
-        rollout(fleet, halved=False, surge=surges[1], **common)
+              "sampler": sampler}
+    steadies, rollouts = [], []
+    for number in range(1, args.rounds + 1):
+        heading = f"round {number} of {args.rounds}: " if args.rounds > 1 else ""
+        steadies.append(steady_state(url, key, fleet, clients=args.clients, seconds=args.steady_s,
+                                     sampler=sampler))
+        rollouts.append(rollout(fleet, halved=True, surge=surges[0], steady=steadies[-1], heading=heading,
+                                **common))
+        if len(surges) > 1:
+            rollouts.append(rollout(fleet, halved=False, surge=surges[1], steady=steadies[-1], heading=heading,
+                                    **common))
+        elif number < args.rounds:
+            deploy(fleet, False, surges[0], gateway_inventory)  # back, unmeasured, for the next round
+    if args.rounds > 1:
+        print(f"\n### {args.rounds} rounds pooled\n")
+        print("| surge | rollouts | short requests steady / rollouts | failed | short p99 steady / rollouts | ratio "
+              "| rounds' ratios, median (each) | rotation goal met | long stream complete | rollout, median |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("\n".join(pooled_rows(steadies, rollouts)), flush=True)
     sampler.stop()
     if not args.skip_extras:
         through, straight = overhead(url, direct_engine(fleet, hosts), key, fleet.model)
