@@ -16,6 +16,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.secret
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner import (
     capabilities,
+    chat_template,
     checkpoints,
     cuda_knobs,
     extra_args,
@@ -224,6 +225,7 @@ def plan(preset: Mapping[str, str], facts: HostFacts) -> Plan:
     _environment(draft)
     _launch_args(draft)
     _placement_args(draft)
+    _chat_args(draft)
     _reasoning_args(draft)
     _key_args(draft)
     _endpoint_args(draft)
@@ -428,6 +430,14 @@ def _placement_args(draft: _Draft) -> None:
     draft.argv += fa_flags
     if draft.facts.mmproj:
         draft.argv += ["--mmproj", draft.facts.mmproj]
+
+
+def _chat_args(draft: _Draft) -> None:
+    """CHAT_TEMPLATE, or a note for a chat model whose GGUF has no template (the engine's silent ChatML)."""
+    flags, notes = chat_template.chat_template_args(draft.preset, draft.extra, draft.facts.arg_env, draft.table,
+                                                    draft.facts.gguf)
+    draft.argv += flags
+    draft.notes.extend(notes)
 
 
 def _reasoning_args(draft: _Draft) -> None:

@@ -63,6 +63,9 @@ class GGUFInfo:
     layer_bytes: tuple[int, ...] = ()
     embed_bytes: int = 0
     other_bytes: int = 0
+    # Whether the file has a default chat template (``tokenizer.chat_template``); None: not read (the engine then
+    # falls back to ChatML in silence, docs/planner.md, CHAT_TEMPLATE).
+    has_chat_template: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.argv_tokens import C_INT_MAX
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.chat_template import read_chat_template
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.errors import HIDDEN, PlanError
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.flag_table import FlagTable
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.notes import Note
@@ -41,7 +42,7 @@ PLANNED_KEYS = (
     "CTX_CHECKPOINTS", "CKPT_MIN_STEP", "SPEC", "MODEL_DRAFT", "SPEC_N_MAX", "SPEC_SAMPLING", "SPLIT_MODE",
     "LOAD_GUARD", "EXTERNAL", "ENGINE",
     # llamafleet's own (docs/planner.md, "Additions to the contract"):
-    "METRICS",
+    "METRICS", "CHAT_TEMPLATE",
 )  # fmt: skip
 OTHER_LOKI_KEYS = (
     "TEMP", "TOP_P", "TOP_K", "MIN_P", "PRESENCE_PENALTY", "REPEAT_PENALTY", "REASONING_ECHO",
@@ -322,6 +323,8 @@ def _by_key(table: FlagTable) -> dict[str, Callable[[str], str]]:
         "LOAD_GUARD": lambda v: read_switch("LOAD_GUARD", v, True),
         "METRICS": lambda v: read_switch("METRICS", v, False),
         "EXTERNAL": read_external,
+        # Checked here with the others; its rule (chat_template.py) makes the flags.
+        "CHAT_TEMPLATE": lambda v: read_chat_template(v, table) and v,
     }
 
 

@@ -556,6 +556,7 @@ def _resolve(first: _Header, shards: list[_Header]) -> GGUFInfo:
         layer_bytes=tuple(layer_bytes.get(block, 0) for block in range(max(layer_bytes, default=-1) + 1)),
         embed_bytes=sum(shard.embed_bytes for shard in shards),
         other_bytes=sum(shard.other_bytes for shard in shards),
+        has_chat_template=Keys.Tokenizer.CHAT_TEMPLATE in first.keys,
     )
 
 
@@ -589,7 +590,7 @@ def _identity(path: str) -> tuple[int, int, int, int]:
 
 
 # Bumped whenever the walk or the resolved fields change meaning: older cache files are then ignored.
-DISK_CACHE_FORMAT = 2
+DISK_CACHE_FORMAT = 3
 
 
 def _disk_cache_path(cache_dir: str, first: str) -> str:

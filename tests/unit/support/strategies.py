@@ -298,6 +298,7 @@ KEY_VALUES: dict[str, st.SearchStrategy[str]] = {
     "REASONING": values(["on", "off", "none", "false", "0", "no", "disable", "disabled", "auto", "high"]),
     "REASONING_BUDGET": values(["-1", "0", "1024", "8192"], numeric=True),
     "REASONING_PRESERVE": values(["on", "off"]),
+    "CHAT_TEMPLATE": values(["", "gemma", "chatml", "llama3", "Gemma", "gemma9", "/etc/llama/t.jinja", "t.jinja"]),
     "API_KEY": api_keys(),
     "EXTRA_ARGS": EXTRA_TEXT,
     "CUDA_VISIBLE_DEVICES": values(["0", "0,1", "1,0", "", "all", "GPU-8a7c"]),

@@ -82,9 +82,13 @@ SPEC_KEYS = (
 )  # fmt: skip
 
 
+# llamafleet's own keys that the strategies generate too (METRICS has its own table tests only).
+OWN_KEYS = ("CHAT_TEMPLATE",)
+
+
 def test_strategies_cover_every_preset_key_of_spec_section_3():
     assert len(SPEC_KEYS) == 39
-    assert sorted(KEY_VALUES) == sorted(SPEC_KEYS)
+    assert sorted(KEY_VALUES) == sorted(SPEC_KEYS + OWN_KEYS)
 
 
 # ---------------------------------------------------------------- planner flags: arity, spec 1.3 order, gates
@@ -110,6 +114,8 @@ PLANNER_FLAGS: dict[str, tuple[bool, int]] = {
     "-ctv": (True, 15),
     "--flash-attn": (False, 15),
     "--mmproj": (True, 16),
+    "--chat-template": (True, 16),  # addition (chat_template.py): after the projector, before reasoning
+    "--chat-template-file": (True, 16),
     "--reasoning": (True, 17),
     "--reasoning-budget": (True, 17),
     "--reasoning-preserve": (False, 18),
@@ -188,6 +194,11 @@ GATED: dict[str, Callable[[str, str], bool]] = {
     "-fa": lambda h, v: _tensor(h),
     # addition (flash_attn.py): a quantised V cache on an engine whose --flash-attn is a bare switch
     "--flash-attn": lambda h, v: "--flash-attn" in h and not re.search(r"--flash-attn\s+[\[{<A-Z]", h),
+    # addition (chat_template.py): a name the help lists (any built-in-shaped name when the help is unknown), or a
+    # file where the help has the flag
+    "--chat-template": lambda h, v: (not h.strip() and re.fullmatch(r"[a-z0-9][a-z0-9._-]*", v) is not None)
+    or re.search(rf"list of built-in templates:[^(]*(?<![\w.-]){re.escape(v)}(?![\w.-])", h) is not None,
+    "--chat-template-file": lambda h, v: v.startswith("/") and (not h.strip() or "--chat-template-file" in h),
     # spec 10.1: "--reasoning off" needs the flag; an ACTIVE value is emitted with no help check
     "--reasoning": lambda h, v: v != "off" or "--reasoning " in h,
     # spec 10.3

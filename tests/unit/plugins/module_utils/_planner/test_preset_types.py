@@ -60,6 +60,9 @@ VALID = {
     "LOAD_GUARD": [("off", "off"), ("on", "on"), ("non", "off"), ("1", "on")],
     "METRICS": [("on", "on"), ("YES", "on"), ("0", "off"), ("Off", "off")],
     "EXTERNAL": [("0", "0"), ("1", "1"), ("off", "0"), ("false", "0"), ("No", "0"), ("non", "0")],
+    "CHAT_TEMPLATE": [("gemma", "gemma"), ("chatml", "chatml"), ("granite-4.0", "granite-4.0"),
+                      ("/etc/llama/templates/gemma.jinja", "/etc/llama/templates/gemma.jinja"),
+                      (" llama3 ", "llama3")],
 }
 
 INVALID = {
@@ -83,6 +86,8 @@ INVALID = {
     "LOAD_GUARD": ["disabled"],
     "METRICS": ["enabled", "prometheus"],
     "EXTERNAL": ["true", "yes", "on", "2"],
+    "CHAT_TEMPLATE": ["Gemma", "gemma4", "templates/gemma.jinja", "{% for m in messages %}", "/etc/llama/",
+                      "/etc/llama/t\n.jinja"],
 }
 
 # Keys whose invalid values the spec ignores with a note: left to their rule, as written, no error here.

@@ -173,6 +173,7 @@ def reader_opinion(paths: Sequence[Path]) -> GGUFInfo:
         layer_bytes=tuple(layer_bytes.get(block, 0) for block in range(max(layer_bytes, default=-1) + 1)),
         embed_bytes=embed_bytes,
         other_bytes=other_bytes,
+        has_chat_template="tokenizer.chat_template" in fields,
     )
 
 
@@ -191,6 +192,10 @@ WELL_FORMED = {
     },
     "mtp-key-without-tensor": {"arch": "glm4moe", "kv": MTP_KV, "tensors": [("token_embd.weight", (4, 4))]},
     "no-tensors": {"arch": "llama", "kv": DENSE_KV, "tensors": []},
+    "chat-template": {"arch": "llama", "kv": [*DENSE_KV, ("tokenizer.chat_template", "{{ messages }}", T.STRING)],
+                      "tensors": DENSE_TENSORS},
+    # A named template alone (tool_use) is no default: the engine falls back to ChatML.
+    "named-chat-template-only": {"arch": "llama", "kv": [("tokenizer.chat_template.tool_use", "{{ x }}", T.STRING)]},
     "ssm-key-of-another-arch": {"arch": "llama", "kv": [("mamba.ssm.conv_kernel", 4, T.UINT32)]},
     "empty-arch": {"arch": "", "kv": [(".ssm.conv_kernel", 4, T.UINT32), (".block_count", 3, T.UINT32)]},
     "head-count-kv-i16-array": {
@@ -269,7 +274,7 @@ def test_dense_fields(tmp_path):
         version=3, arch="llama", block_count=4, context_length=4096, embedding_length=256, head_count=8,
         head_count_kv=2, key_len=32, val_len=32, tensor_count=5,
         # token_embd is 8 x 16 float32 (8 tokens of 16), each block one 4 x 4 float32 tensor, aligned to 32 bytes.
-        vocab_size=8, feed_forward_length=688, layer_bytes=(64, 64, 64, 64), embed_bytes=512,
+        vocab_size=8, feed_forward_length=688, layer_bytes=(64, 64, 64, 64), embed_bytes=512, has_chat_template=False,
     )  # fmt: skip
 
 
@@ -348,7 +353,7 @@ def test_split_model_with_a_broken_follower_shard(tmp_path):
 TENSOR_BYTES_RAW = {"vocab_size": 2, "layer_bytes": (0, 32), "embed_bytes": 32}
 EXPECTED_RAW = GGUFInfo(
     arch="llama", block_count=2, context_length=2048, head_count_kv=4, head_count_kv_layers=(4, 2),
-    has_nextn_tensor=True, tensor_count=2, **TENSOR_BYTES_RAW,
+    has_nextn_tensor=True, tensor_count=2, has_chat_template=False, **TENSOR_BYTES_RAW,
 )  # fmt: skip
 
 
@@ -373,7 +378,8 @@ def test_missing_architecture_resolves_nothing(tmp_path):
     raw = Raw()
     data = raw.file([raw.u32("llama.block_count", 2), raw.u32(".block_count", 2)], base_tensors(raw))[0]
     # The keys need the architecture; the tensor table does not.
-    assert read_gguf_info(put(tmp_path, data)) == GGUFInfo(version=3, tensor_count=2, **TENSOR_BYTES_RAW)
+    assert read_gguf_info(put(tmp_path, data)) == GGUFInfo(version=3, tensor_count=2, has_chat_template=False,
+                                                           **TENSOR_BYTES_RAW)
 
 
 @pytest.mark.parametrize("version", [1, 3])
