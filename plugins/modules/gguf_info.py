@@ -105,6 +105,12 @@ mtp:
   description: The file carries a multi-token-prediction head (usable by C(SPEC=mtp)).
   returned: when every shard is present
   type: bool
+has_chat_template:
+  description:
+    - The file has a default chat template (C(tokenizer.chat_template)). Without one, llama-server formats chat
+      requests as ChatML without saying so (the preset key C(CHAT_TEMPLATE) gives one).
+  returned: when every shard is present
+  type: bool
 tensor_count:
   description: Tensors over all shards.
   returned: when every shard is present

@@ -27,6 +27,8 @@ def test_gemma_metadata(tmp_path, model_path):
     assert result["hybrid"] is False
     assert result["moe"] is False
     assert result["mtp"] is False
+    # This Gemma-3-270M file carries no chat template: the engine answers its chats in ChatML (docs/planner.md).
+    assert result["has_chat_template"] is False
     assert result["complete"] is True
     assert result["shards"] == [Path(model_path).name]
     assert result["size_bytes"] == Path(model_path).stat().st_size

@@ -59,6 +59,7 @@ def model_info(path: str, fail_on_incomplete: bool) -> tuple[dict, str]:
         hybrid=is_hybrid(info),
         moe=info.expert_count > 0,
         mtp=info.has_nextn_tensor,
+        has_chat_template=bool(info.has_chat_template),
         tensor_count=info.tensor_count,
         gguf_version=info.version,
     )

@@ -16,7 +16,7 @@ LLAMA_KV = [
 ]
 HEADER_FIELDS = {"arch", "context_length", "block_count", "head_count", "head_count_kv", "embedding_length",
                  "expert_count", "kv_bytes_per_token", "recurrent_state_bytes", "hybrid", "moe", "mtp",
-                 "tensor_count", "gguf_version"}
+                 "has_chat_template", "tensor_count", "gguf_version"}
 SHARD_FIELDS = {"path", "shards", "missing_shards", "complete", "size_bytes"}
 
 
@@ -77,6 +77,10 @@ def test_the_header_fields_and_the_shards(tmp_path):
         "llama", 4096, 2, 2)
     assert result["kv_bytes_per_token"]["f16"] > result["kv_bytes_per_token"]["q8_0"] > 0
     assert (result["moe"], result["hybrid"], result["mtp"], result["shards"]) == (False, False, False, ["m.gguf"])
+    assert result["has_chat_template"] is False
+    (templated,) = write_model(tmp_path / "t.gguf", "llama",
+                               kv=[*LLAMA_KV, ("tokenizer.chat_template", "{{ messages }}", GGUFValueType.STRING)])
+    assert model_info(str(templated), True)[0]["has_chat_template"] is True
     assert result["size_bytes"] == (tmp_path / "m.gguf").stat().st_size
     split, why = model_info(split_complete(tmp_path), True)
     assert (why, split["arch"], split["moe"], split["mtp"]) == ("", "glm4moe", True, True)
