@@ -18,6 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.router_models import (
+    model_differences,
+    read_router_models,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.flag_table import read_flag_table
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.router_presets import (
     RouterPresetError,
@@ -120,6 +124,12 @@ def test_what_the_renderer_writes_is_what_the_engine_reads(tmp_path, engine_bin,
         assert read["code"]["slot-save-path"] == HOSTILE_BUT_WRITABLE
         assert read["code"]["ctx-size"] == "256"
         assert all(model["status"]["value"] == "unloaded" for model in router.models().values())
+        # The judge's reading: each model runs exactly its planned options, spelled however the engine likes.
+        status, answer = _call(router.url + "/v1/models")
+        assert status == 200, answer
+        listed = read_router_models(answer)
+        for name, args in models.items():
+            assert model_differences(listed[name], model_options(name, args, table), table) == [], name
 
         # Loading the model: the child's argv carries the path with its blanks, brackets and '=' as one word.
         status, answer = _call(router.url + "/v1/completions", {"model": "chat", "prompt": "Hi", "max_tokens": 2})
