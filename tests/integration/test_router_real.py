@@ -110,7 +110,7 @@ def test_what_the_renderer_writes_is_what_the_engine_reads(tmp_path, engine_bin,
     model = odd_dir / "gemma 270m.gguf"
     os.symlink(model_path, model)
     models = {
-        "chat": ["--model", str(model), "--ctx-size", "512", "--parallel", "1", "--no-jinja"],
+        "chat": ["--model", str(model), "--ctx-size", "512", "--parallel", "1", "--no-jinja", "--alias", "talk,t2"],
         "code": ["--model", model_path, "--ctx-size", "256", "--slot-save-path", HOSTILE_BUT_WRITABLE],
     }
     models_file = tmp_path / "models.ini"
@@ -131,8 +131,9 @@ def test_what_the_renderer_writes_is_what_the_engine_reads(tmp_path, engine_bin,
         for name, args in models.items():
             assert model_differences(listed[name], model_options(name, args, table), table) == [], name
 
-        # Loading the model: the child's argv carries the path with its blanks, brackets and '=' as one word.
-        status, answer = _call(router.url + "/v1/completions", {"model": "chat", "prompt": "Hi", "max_tokens": 2})
+        # Loading the model by one of its aliases: the child's argv carries the path with its blanks, brackets and
+        # '=' as one word, and the section's name as its alias.
+        status, answer = _call(router.url + "/v1/completions", {"model": "talk", "prompt": "Hi", "max_tokens": 2})
         assert status == 200, answer
         loaded = router.models()["chat"]["status"]
         assert loaded["value"] == "loaded"

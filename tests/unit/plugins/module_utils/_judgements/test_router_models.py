@@ -74,6 +74,14 @@ def test_switches_and_spellings(planned, read, same):
     assert (option_differences(planned, read, TABLE) == []) is same
 
 
+def test_aliases_are_compared_with_the_routers_list():
+    listed = read_router_models(ANSWER)["g1"]
+    planned = [*WRITTEN["g1"].items(), ("alias", "gemma, small")]
+    assert model_differences(listed, planned, TABLE) == ["aliases: planned ['gemma', 'small'], the router has []"]
+    aliased = RouterModel("g1", "loaded", options=listed.options, aliases=("gemma", "small"))
+    assert model_differences(aliased, planned, TABLE) == []
+
+
 @pytest.mark.parametrize(("model", "said"), [
     (None, "the router does not list it"),
     (RouterModel("g1", "unloaded"), "the router does not say which options it read"),

@@ -36,6 +36,8 @@ EMPTY = read_flag_table("")
      [("slot-save-path", "/srv/slots \"a\\b\" ünï")]),
     (["--chat-template", ""], [("chat-template", "")]),
     (["-c", "-1"], [("c", "-1")]),
+    # The section's aliases: more names the router routes to this model.
+    (["--alias", "gemma-3-270m,gemma"], [("alias", "gemma-3-270m,gemma")]),
     ([], []),
 ])
 def test_arguments_become_keys(args, expected):
@@ -57,7 +59,6 @@ def test_arguments_become_keys(args, expected):
     (["-c", "4096", "--ctx-size", "2048"], "given twice (-c and --ctx-size)"),
     (["--port", "8080"], "set by the router"),
     (["--host", "0.0.0.0"], "set by the router"),
-    (["-a", "x"], "set by the router"),  # -a is --alias
     (["--api-key-file", "/k"], "set by the router"),
     (["--models-max", "2"], "set by the router"),
     (["--version"], "set by the router"),
