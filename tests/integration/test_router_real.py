@@ -51,7 +51,7 @@ def _call(url: str, body: dict | None = None, key: str = KEY, timeout: float = 1
 class Router:
     """llama-server in router mode on a models file, until closed (its children go with it)."""
 
-    def __init__(self, engine_bin: str, models_file: Path, workdir: Path):
+    def __init__(self, engine_bin: str, models_file: Path, workdir: Path, models_max: int = 1):
         key_file = workdir / "api-key"
         key_file.write_text(KEY)
         key_file.chmod(0o600)
@@ -59,7 +59,8 @@ class Router:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = (workdir / "router.log").open("w")
         self.process = subprocess.Popen(
-            [engine_bin, "--models-preset", str(models_file), "--models-max", "1", "--api-key-file", str(key_file),
+            [engine_bin, "--models-preset", str(models_file), "--models-max", str(models_max), "--api-key-file",
+             str(key_file),
              "--host", "127.0.0.1", "--port", str(self.port)],
             stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, "LLAMA_ARG_THREADS": "1"})
         self.log_path = workdir / "router.log"
@@ -183,3 +184,53 @@ def test_the_engine_refuses_to_start_on_a_file_it_cannot_parse(tmp_path, engine_
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode != 0
     assert "failed to parse server config file" in done.stdout + done.stderr
+
+
+def _children(router: Router) -> dict[str, int]:
+    """{model id: PID} of the router's running children (their argv carries --alias ID)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == router.process.pid and b"--alias" in argv:
+            found[argv[argv.index(b"--alias") + 1].decode()] = int(entry.name)
+    return found
+
+
+def test_a_changed_model_is_reloaded_and_the_other_keeps_its_child(tmp_path, engine_bin, model_path, table):
+    """The judge asks for a reload of the changed model only; after GET /models?reload=1 the other model's child
+    runs on (same PID) and the router reads the plan."""
+    from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.router_change import (  # noqa: PLC0415
+        router_change,
+    )
+
+    models = {"chat": ["--model", model_path, "--ctx-size", "512"], "code": ["--model", model_path, "-c", "256"]}
+    models_file = tmp_path / "models.ini"
+    models_file.write_text(render_models_file(models, table))
+    router = Router(engine_bin, models_file, tmp_path, models_max=2)
+    try:
+        for name in ("chat", "code"):
+            status, answer = _call(router.url + "/v1/completions", {"model": name, "prompt": "Hi", "max_tokens": 1})
+            assert status == 200, answer
+        before = _children(router)
+        assert sorted(before) == ["chat", "code"]
+        changed = {**models, "chat": ["--model", model_path, "--ctx-size", "1024"]}
+        planned = {name: model_options(name, args, table) for name, args in changed.items()}
+        change = router_change([], planned, read_router_models(_call(router.url + "/v1/models")[1]), table)
+        assert change.reload == ("chat",)
+        models_file.write_text(render_models_file(changed, table))
+        status, _answer = _call(router.url + "/models?reload=1")
+        assert status == 200
+        deadline = time.monotonic() + 15  # the reload stops the changed child (up to its 10 s stop timeout)
+        while "chat" in _children(router) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _children(router) == {"code": before["code"]}  # the changed model's child stopped, the other runs on
+        listed = read_router_models(_call(router.url + "/v1/models")[1])
+        assert router_change([], planned, listed, table).current
+    finally:
+        router.close()
