@@ -143,4 +143,3 @@ def plan_router(settings: RouterSettings, plans: Mapping, table: FlagTable, room
         models_max=chosen, notes=notes, host=settings.host, port=settings.port,
         listen=tuple(listen_addresses(settings.host)), loopback_only=loopback_only(settings.host),
         health_url=target["url"])
-

@@ -68,8 +68,8 @@ def test_the_router_and_its_models_file():
     assert sections["embed"]["embedding"] == "true"
     assert not any(key in section for section in sections.values() for key in ("host", "port", "api-key-file"))
     assert router.options["code"] == list(sections["code"].items())
-    assert (router.host, router.port, router.listen, router.loopback_only) == ("10.0.0.5", "8080", ("10.0.0.5",),
-                                                                                 False)
+    assert (router.host, router.port, router.listen) == ("10.0.0.5", "8080", ("10.0.0.5",))
+    assert not router.loopback_only
     assert router.health_url == "http://10.0.0.5:8080/health"
     assert router.key_via_env
     assert router.notes[0] == Note("router.models_max", "--models-max 2: any 2 of the 3 models fit together "
