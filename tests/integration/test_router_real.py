@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.router_change import router_change
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.router_models import (
     model_differences,
     read_router_models,
@@ -205,10 +206,6 @@ def _children(router: Router) -> dict[str, int]:
 def test_a_changed_model_is_reloaded_and_the_other_keeps_its_child(tmp_path, engine_bin, model_path, table):
     """The judge asks for a reload of the changed model only; after GET /models?reload=1 the other model's child
     runs on (same PID) and the router reads the plan."""
-    from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.router_change import (  # noqa: PLC0415
-        router_change,
-    )
-
     models = {"chat": ["--model", model_path, "--ctx-size", "512"], "code": ["--model", model_path, "-c", "256"]}
     models_file = tmp_path / "models.ini"
     models_file.write_text(render_models_file(models, table))

@@ -92,21 +92,30 @@ def _negative(spec: FlagSpec, spelling: str) -> bool:
     return spec.names.index(spelling) > spec.names.index(long_positive)
 
 
+def _spec_of(key: str, table: FlagTable) -> tuple[FlagSpec | None, str]:
+    """The flag a section's key names and which of its spellings the key is (the engine's keys are spellings without
+    their dashes); (None, "") for a key the table does not know."""
+    for spelling in ("-" + key, "--" + key) if len(key) == 1 else ("--" + key, "-" + key):
+        spec = table.lookup(spelling)
+        if spec is not None:
+            found = spelling if spelling in spec.names else next(
+                (name for name in spec.names if name.lstrip("-") == key), spec.names[0])
+            return spec, found
+    return None, ""
+
+
 def _canonical(table: FlagTable, items: Iterable[tuple[str, str]]) -> dict[str, str]:
     """``{flag's first spelling: value}`` with switches as ``true``/``false``; router-owned flags left out;
     an option the table does not know is kept under its own key, so it shows as a difference."""
     out: dict[str, str] = {}
     for key, written in items:
         value = written
-        spelling = ("--" if len(key) > 1 else "-") + key
-        spec = table.lookup(spelling) or table.lookup("-" + key) or table.lookup("--" + key)
+        spec, found = _spec_of(key, table)
         if spec is None:
             out["?" + key] = value
             continue
         if any(name in ROUTER_OWNED or name in SHOWN_APART for name in spec.names):
             continue
-        found = spelling if spelling in spec.names else next(
-            (name for name in spec.names if name.lstrip("-") == key), spec.names[0])
         if spec.values == 0:
             on = value in TRUTHY or (value not in FALSEY and value != "")
             if _negative(spec, found):
@@ -117,7 +126,7 @@ def _canonical(table: FlagTable, items: Iterable[tuple[str, str]]) -> dict[str, 
 
 
 def _is_alias(key: str, table: FlagTable) -> bool:
-    spec = table.lookup("--" + key) or table.lookup("-" + key)
+    spec = _spec_of(key, table)[0]
     return spec is not None and "--alias" in spec.names
 
 
