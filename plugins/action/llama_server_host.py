@@ -26,6 +26,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.role i
     instances_in_state,
     model_files,
 )
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.router import step_inputs
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.rollout_lock import (
     expired,
     held_message,
@@ -45,7 +46,6 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.dep
     judge_deployments,
     placement_record,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_layers import preset_and_key
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import role_vars, target_code
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.rollout_holder import (
     holder_alive,
@@ -83,6 +83,19 @@ ARGUMENT_SPEC = {
     # The options the task leaves out, from the llama_server role's variables on the host (role_vars.JUDGE_OPTIONS).
     "role_variables": {"type": "bool", "default": False},
 }
+
+
+def judge_item(instance: dict, presets: dict) -> tuple[dict, str]:
+    """One present instance as the judge takes it, and its key (which travels apart)."""
+    preset, key, router = step_inputs(instance, presets)
+    item = {"name": instance["name"], "preset": preset, "environment": instance.get("environment") or {}}
+    if router is not None:
+        item["router"] = router
+    if instance.get("placement"):
+        # A placed replica listed by the playbook: judged with the record its state file keeps.
+        item["placement"] = placement_record(instance["placement"], instance.get("port"),
+                                             instance.get("cuda_visible_devices"))
+    return item, key
 
 
 def not_current(*why: str) -> dict:
@@ -139,14 +152,9 @@ class ActionModule(ActionBase):
             placement = {"deployments": deployments}
         instances = []
         for instance in instances_in_state(args["instances"], "present"):
-            preset, key = preset_and_key(instance, args["presets"])
+            item, key = judge_item(instance, args["presets"])
             if key:
                 keys[instance["name"]] = key
-            item = {"name": instance["name"], "preset": preset, "environment": instance.get("environment") or {}}
-            if instance.get("placement"):
-                # A placed replica listed by the playbook: judged with the record its state file keeps.
-                item["placement"] = placement_record(instance["placement"], instance.get("port"),
-                                                     instance.get("cuda_visible_devices"))
             instances.append(item)
         # What the judge reads besides the host's instances: the placement's needs, and the gateway on a gateway host.
         reads = {"placement": placement,

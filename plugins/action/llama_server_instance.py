@@ -14,15 +14,13 @@ import copy
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.instance import instance_errors
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.router import step_inputs
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.settings_check import settings_errors
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.report import early_entry
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.paths import container_name, unit_name
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._layout.settings import settings_spec
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._placement.deployments import placement_record
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_layers import (
-    PresetLayerError,
-    preset_and_key,
-)
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.preset_layers import PresetLayerError
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.role_vars import host_margins
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.scrub import scrub
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.target import module_result, venv_python
@@ -75,12 +73,14 @@ class ActionModule(ActionBase):
                                                             service, changed=True)}
         else:
             try:
-                preset, key = preset_and_key(instance, args["presets"])
+                preset, key, router = step_inputs(instance, args["presets"])
             except PresetLayerError as err:
                 found = {"failed": True, "msg": str(err), "report": early_entry(name, "failed", str(err), service)}
             else:
                 module_args = {"name": name, "preset": preset, "environment": instance.get("environment") or {},
                                "api_key": key, "engine": args["engine"], "settings": settings}
+                if router is not None:
+                    module_args["router"] = router
                 if instance.get("placement"):
                     module_args["placement"] = placement_option(instance, task_vars or {})
                 found = self._apply(module_args, venv_python(args["venv"]), task_vars, service)

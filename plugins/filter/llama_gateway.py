@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import fleet_routes
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.haproxy_config import gateway_urls
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import fleet_run, gateway_fleet
 
@@ -27,8 +28,8 @@ def gateway_servers(hostvars, hosts, keep_hosts=(), cordoned_hosts=(), errors="r
 
 def deployed_instances(report, host: str) -> list:
     """The instances this run deployed and verified (state deployed): the ones a gateway puts back in rotation."""
-    return [{"host": host, "instance": row.get("instance")} for row in report or []
-            if row.get("state") == "deployed"]
+    return [{"host": host, "instance": served.get("instance")} for row in report or []
+            if row.get("state") == "deployed" for served in fleet_routes.served_rows(row)]
 
 
 class FilterModule:

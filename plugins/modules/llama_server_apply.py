@@ -100,6 +100,34 @@ options:
         description: Memory each card keeps free (MiB).
         type: int
         default: 1024
+  router:
+    description:
+      - For a router instance (the instance's C(models), see C(llamafleet.llamacpp.llama_server_instance)) - its
+        models and its own flags. Each model is planned on this host as an instance of its own would be, its
+        arguments go through the engine's own parser, and they become that model's section of the models file the
+        router reads (C(--models-preset)); O(preset) then holds only where the router listens.
+      - A change of the router's own launch restarts it. A change of some models' sections is a reload
+        (C(GET /models?reload=1)) - the other models' children keep running - judged from what the running router
+        lists in C(/v1/models). See C(docs/router.md).
+    type: dict
+    suboptions:
+      models:
+        description: Each model - its id (what clients ask for) and its layered preset, without a key.
+        type: list
+        elements: dict
+        required: true
+      models_max:
+        description:
+          - How many models may be loaded at once (C(--models-max)); by default the most that always fit together
+            in this host's free memory, from the plans' estimates. A larger value is refused.
+        type: int
+      autoload:
+        description: Whether a request loads an unloaded model (C(--no-models-autoload) when false).
+        type: bool
+        default: true
+      sleep_idle_seconds:
+        description: C(--sleep-idle-seconds) of the children, where the engine has it.
+        type: int
 notes:
   - Needs root, and systemd or the docker CLI with its compose v2 plugin. Planning needs the C(gguf) package (the
     role's planning venv); O(state=absent) and O(state=stopped) need only the Python standard library.
@@ -233,6 +261,12 @@ ARGUMENT_SPEC = {
         "cuda_visible_devices": {"type": "str", "default": ""},
         "ram_margin_mib": {"type": "int", "default": DEFAULT_RAM_MARGIN_MIB},
         "gpu_margin_mib": {"type": "int", "default": DEFAULT_GPU_MARGIN_MIB},
+    }},
+    "router": {"type": "dict", "default": None, "options": {
+        "models": {"type": "list", "elements": "dict", "required": True},
+        "models_max": {"type": "int"},
+        "autoload": {"type": "bool", "default": True},
+        "sleep_idle_seconds": {"type": "int"},
     }},
 }
 

@@ -49,7 +49,7 @@ def run_facts(hosts: Sequence[str], inventory_hosts: Sequence[str], gateway_grou
 
 def restarting_instances(judgement, host: str, instances=()) -> list:
     """The instances a judged host's rollout will restart, write or remove (the judge's ``work``, of the host's
-    ``instances``): the ones a gateway drains first, each as {host, instance}. When a part they share has work (the
+    ``instances``): the ones a gateway drains first, each as {host, instance, step}. When a part they share has work (the
     engine, a model), every instance of the host (``instances``, its llama_server_instances)."""
     judgement = judgement or {}
     if judgement.get("current", False):
@@ -62,7 +62,11 @@ def restarting_instances(judgement, host: str, instances=()) -> list:
         # An instance the judge found with work that the host no longer lists is not restarted by its rollout: a
         # replica whose new copy starts first elsewhere or beside it (surge), removed after the rollout.
         names = [str(name) for name in work.get("instances") or [] if not instances or str(name) in listed]
-    return [{"host": host, "instance": name} for name in names]
+    # A router instance's gateway servers are its models (fleet_routes.router_server_name): the judge says which
+    # of them to drain (all for a restart; those to reload). ``step`` names the instance whose step drains them.
+    routers = work.get("router_drain") or {}
+    return [{"host": host, "instance": server, "step": name} for name in names
+            for server in (routers[name] if name in routers else [name])]
 
 
 def _replica_deployments(hostvars: Mapping, hosts: Sequence[str]) -> dict[str, str]:

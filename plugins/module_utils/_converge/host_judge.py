@@ -138,6 +138,10 @@ def judge(params: Mapping, run: Runner, docker_run: Runner) -> dict:
             report.append(entry)
     result = {"current": not why, "why": why, "report": report if not why else [], "kept": report, "engine": engine,
               "work": {"all": shared, "instances": work}, "lock_holder": host.read_lock(params["lock_path"])}
+    # A router instance is drained model by model: each one's gateway servers to drain before its step.
+    router_drain = {name: found["drain"] for name, found in seen.items() if "drain" in found}
+    if router_drain:
+        result["work"]["router_drain"] = router_drain
     if params.get("gateway"):
         result["gateway"] = gateway.gateway_reading(params["gateway"], run)
     if placing is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.compose import ComposeRuntime
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.router import plan_router_instance
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.step import (
     Outcome,
     Request,
@@ -17,6 +18,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.step
     stop_instance,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.systemd import SystemdRuntime
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.fleet_routes import router_server_name
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.instance import step_errors
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._judgements.report import (
     early_entry,
@@ -35,7 +37,15 @@ def request_of(params: Mapping) -> Request:
     """The step's request from the apply module's options (or one instance of the judge's)."""
     return Request(name=params["name"], preset=dict(params.get("preset") or {}), settings=params["settings"],
                    engine=params.get("engine") or "", environment=dict(params.get("environment") or {}),
-                   key=str(params.get("api_key") or ""), placement=params.get("placement") or None)
+                   key=str(params.get("api_key") or ""), placement=params.get("placement") or None,
+                   router=params.get("router") or None)
+
+
+def plan_any(request: Request, runtime: Runtime, check_mode: bool):
+    """plan_instance, or plan_router_instance for a router instance."""
+    if request.router:
+        return plan_router_instance(request, runtime, check_mode)
+    return plan_instance(request, runtime, check_mode)
 
 
 def runtime_for(request: Request, run: Runner, docker_run: Runner, *, unit_dir: str = UNIT_DIR,
@@ -62,7 +72,7 @@ def apply(params: Mapping, run: Runner, docker_run: Runner, *, check_mode: bool,
         return remove_instance(request, runtime, check_mode, service_file)
     if params.get("state") == "stopped":
         return stop_instance(request, runtime, check_mode)
-    step, stopped = plan_instance(request, runtime, check_mode)
+    step, stopped = plan_any(request, runtime, check_mode)
     if stopped is not None:
         return stopped
     return step.apply(check_mode, diff)
@@ -79,8 +89,12 @@ def judge(params: Mapping, run: Runner, docker_run: Runner, *, unit_dir: str = U
     seen = {} if seen is None else seen
     request = request_of(params)
     name = request.name
+    if request.router:
+        # What a gateway drains before this router's step: every model (a restart, or a router that cannot be
+        # planned); only the ones to reload, once the judgement says it reloads.
+        seen["drain"] = [router_server_name(name, str(model["name"])) for model in request.router["models"]]
     runtime = runtime_for(request, run, docker_run, unit_dir=unit_dir, image_ids=image_ids)
-    step, stopped = plan_instance(request, runtime, check_mode=True)
+    step, stopped = plan_any(request, runtime, check_mode=True)
     seen["memory"] = (step.planned.plan.memory.as_dict() if step is not None
                       else (stopped.result.get("plan") or {}).get("memory") or {})
     if stopped is not None:
@@ -89,6 +103,8 @@ def judge(params: Mapping, run: Runner, docker_run: Runner, *, unit_dir: str = U
             return None, f"instance {name}: it cannot be deployed as planned ({reason})"
         return stopped.result["report"], ""
     judged = step.judge()
+    if request.router and not judged.reasons:
+        seen["drain"] = [router_server_name(name, model) for model in getattr(judged, "reload", ())]
     if judged.before.running:
         seen["resident_mib"] = (process_memory_mib(judged.before.main_pid) if request.compose
                                 else unit_memory_mib(runtime.service))

@@ -185,15 +185,16 @@ def _probe(options: ProbeOptions, check_port: bool, host_facts: Mapping | None):
     """(the plan with what the probes saw, the engine's parser's answer, warnings), from the given facts or from
     the host's probes."""
     if host_facts is not None:
-        plan = planner.plan(options.preset, facts_from_dict(dict(host_facts)))
-        return Planned(plan, facts={"source": "host_facts"}), None, []
+        facts = facts_from_dict(dict(host_facts))
+        plan = planner.plan(options.preset, facts)
+        return Planned(plan, facts={"source": "host_facts"}, help_text=facts.help), None, []
     probe = probe_and_plan(options)
     conflict = ""
     if check_port and not probe.plan.external:
         conflict = check_port_owner(probe.plan, options.unit, own_container=probe.container.id)
     planned = Planned(probe.plan, facts=probe.probed, unset_environment=tuple(probe.unset_environment),
                       preflight=probe.preflight.as_dict() if probe.preflight else None, port_conflict=conflict,
-                      engine_runs=probe.engine_runs)
+                      engine_runs=probe.engine_runs, help_text=probe.facts.help)
     return planned, probe.preflight, list(probe.warnings)
 
 

@@ -235,6 +235,9 @@ class Request:
     # A placed replica's record (deployment, replica, port, cuda_visible_devices), kept in its state file, and the
     # margins its host keeps free (ram_margin_mib, gpu_margin_mib) for the engine's own estimate; None: placed by hand.
     placement: Mapping | None = None
+    # A router instance (``_converge/router.py``): its models ({name, preset} each, the preset layered without a
+    # key) and its own flags (models_max, autoload, sleep_idle_seconds); None for an instance of one model.
+    router: Mapping | None = None
 
     @property
     def record(self) -> dict | None:

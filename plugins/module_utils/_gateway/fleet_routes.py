@@ -188,6 +188,33 @@ def _checked_server(where: str, *, host: str, instance: str, address: str, port,
                   key=key)
 
 
+def router_server_name(instance: str, model: str) -> str:
+    """A router instance's model as the gateway names it, in place of an instance: ``<instance>/<model>`` (an
+    instance name holds no "/", so it names no instance of one model)."""
+    return f"{instance}/{model}"
+
+
+def served_rows(row: Mapping) -> list[Mapping]:
+    """What a report row serves, each as a row of one model: the row itself, or for a router instance one row per
+    model it routes (``router_models``: its name, slots, and whether it can serve). A model whose child failed is
+    left out, and so is an unloaded one of a router that does not load on demand; each as a row that says why."""
+    models = row.get("router_models")
+    if models is None:
+        return [row]
+    rows = []
+    for model in models:
+        name = str(model.get("name") or "")
+        served = {**row, "instance": router_server_name(str(row.get("instance")), name), "model_name": name,
+                  "slots": model.get("slots"), "metrics": bool(row.get("metrics") and model.get("metrics")),
+                  "router_model": name, "router_instance": row.get("instance")}
+        if model.get("failed"):
+            served["left_out"] = "its child exited in error (the router's /v1/models says failed)"
+        elif not row.get("router_autoload", True) and model.get("status") not in ("loaded", "sleeping"):
+            served["left_out"] = "it is not loaded, and its router loads no model on demand"
+        rows.append(served)
+    return rows
+
+
 def server_from_row(host: str, host_address: str, row: Mapping, key: str = "") -> tuple[Server | None, str]:
     """The server a report row gives the gateway, or why it gives none (a note, or an error prefixed "error: ")."""
     where = f"{host}/{row.get('instance', '?')}"
@@ -199,6 +226,8 @@ def server_from_row(host: str, host_address: str, row: Mapping, key: str = "") -
     listen = str(row.get("host") or "")
     if loopback_only(listen):
         return None, _loopback_note(where, listen)
+    if row.get("left_out"):
+        return None, f"{where} is left out: {row['left_out']}"
     try:
         return _checked_server(where, host=host, instance=str(row.get("instance")),
                                address=server_address(listen, host_address), port=row.get("port"),
@@ -262,8 +291,8 @@ def fleet_servers(hosts: Iterable[Mapping]) -> dict:
             notes.append(f"{name} is left out: it has no report in this run (unreachable, or failed before its "
                          "judge)")
             continue
-        for row in report:
-            key = str((host.get("keys") or {}).get(row.get("instance")) or "")
+        for row in [served for entry in report for served in served_rows(entry)]:
+            key = str((host.get("keys") or {}).get(row.get("router_instance") or row.get("instance")) or "")
             server, why = server_from_row(name, str(host.get("address") or name), row, key)
             if why:
                 (errors if why.startswith("error: ") else notes).append(why.removeprefix("error: "))

@@ -18,7 +18,10 @@ import json
 from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.fleet_routes import server_from_row
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.fleet_routes import (
+    served_rows,
+    server_from_row,
+)
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.listen import loopback_only
 
 ROLE_LABEL = "llamafleet"
@@ -69,6 +72,10 @@ def engine_group(host: str, host_address: str, row: Mapping, preset: Mapping) ->
         return None, why.removeprefix("error: ").replace("is left out:", "is left out of the scrape targets:")
     labels = {ROLE_LABEL: ENGINE, "host": host, "instance": server.instance, "model": server.model,
               "preset": str(preset.get("preset") or ""), "preset_version": str(preset.get("version") or "")}
+    if row.get("router_model"):
+        # A router's model: its child's /metrics through the router, which never loads a model for a scrape (an
+        # unloaded one answers 400, and the target reads down until a request loads it).
+        labels.update(__param_model=str(row["router_model"]), __param_autoload="false")
     return {"targets": [_target(server.address, server.port)], "labels": labels}, ""
 
 
@@ -103,14 +110,14 @@ def _engine_groups(hosts: Iterable[Mapping]) -> tuple[list, list, set, set]:
         reported.add(name)
         named = {str(row.get("instance")) for row in report}
         unchanged.update((name, str(instance)) for instance in host.get("removing") or [] if str(instance) not in named)
-        for row in report:
+        for row in [served for entry in report for served in served_rows(entry)]:
             if row.get("state") in ("absent", "stopped"):
                 continue  # nothing to scrape: removed, or stopped on purpose
             if not row.get("runs_plan"):
                 unchanged.add((name, str(row.get("instance"))))
                 continue
-            group, why = engine_group(name, str(host.get("address") or name), row,
-                                      (host.get("presets") or {}).get(row.get("instance")) or {})
+            group, why = engine_group(name, str(host.get("address") or name), row, (host.get("presets") or {}).get(
+                row.get("router_instance") or row.get("instance")) or {})
             notes += [why] if why else []
             groups += [group] if group is not None else []
     return groups, notes, reported, unchanged

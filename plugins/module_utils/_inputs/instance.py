@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs import grammar, secrets
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs import grammar, router, secrets
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.settings_check import (
     environment_problem,
     settings_errors,
@@ -75,6 +75,8 @@ def instance_errors(instance, presets) -> list[str]:
         errors.append(f"{owner}: environment: {problem}")
     if state != "present":
         return errors
+    if router.is_router(instance):
+        return errors + _router_instance_errors(instance, presets)
     try:
         preset = instance_preset(instance, presets)
     except PresetLayerError as err:
@@ -85,6 +87,24 @@ def instance_errors(instance, presets) -> list[str]:
         if value not in (None, "") and (problem := key_error(f"{owner} ({source})", str(value).strip())):
             errors.append(problem)
     return errors
+
+
+def _router_instance_errors(instance: Mapping, presets) -> list[str]:
+    """A router instance's own fields, then each model's preset as any preset's, then its one key."""
+    owner = f"instance {instance.get('name')}"
+    errors = router.router_errors(instance, presets)
+    if errors:
+        return errors
+    for name, preset in router.model_presets(instance, presets).items():
+        errors += preset_errors(f"{owner} (model {name})", preset)
+    if errors:
+        return errors
+    try:
+        key = router.router_key(instance, presets)
+    except PresetLayerError as err:
+        return [str(err)]
+    problem = key_error(f"{owner} (api_key)", key) if key else ""
+    return [problem] if problem else []
 
 
 def instances_errors(instances, presets) -> list[str]:
@@ -119,7 +139,13 @@ def step_errors(params: Mapping) -> list[str]:
     instance = {"name": params.get("name"), "state": params.get("state") or "present",
                 "environment": params.get("environment") or {}, "api_key": params.get("api_key") or "",
                 "settings": params.get("preset") or {}}
-    return settings_errors(params.get("settings") or {}) + instance_errors(instance, {})
+    errors = settings_errors(params.get("settings") or {}) + instance_errors(instance, {})
+    if params.get("router") and (instance["state"] == "present"):
+        found = router.request_errors(params["router"])
+        errors += found or [why for model in params["router"]["models"]
+                            for why in preset_errors(f"instance {params.get('name')} (model {model['name']})",
+                                                     model.get("preset") or {})]
+    return errors
 
 
 def plan_option_errors(params: Mapping, preset: Mapping) -> list[str]:

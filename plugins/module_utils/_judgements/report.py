@@ -73,6 +73,11 @@ def report_entry(name: str, planned: Planned, applied: Mapping, unit: str) -> di
         rewritten=list(applied.get("rewritten") or []),
         was_running=bool(applied.get("was_running", True)),
     )
+    if "router_models" in applied:
+        # A router instance: its models as /v1/models lists them, and those this step reloaded.
+        entry.update(router_models=list(applied.get("router_models") or []),
+                     router_autoload=bool(applied.get("router_autoload", True)),
+                     reloaded=list(applied.get("reloaded") or []))
     if entry["state"] == "failed":
         entry["error"] = str(applied.get("error") or applied.get("msg") or "failed")
     return entry

@@ -91,6 +91,7 @@ class InstancePaths:
     last_good: str  # the files last verified healthy (the rollback)
     plan_cache: str  # the plan module's caches of this instance
     compose_file: str  # the instance's file of the compose project ("" without a compose directory)
+    models_file: str = ""  # a router instance's models file (its --models-preset)
 
 
 def instance_paths(name: str, *, home: str, config_dir: str, credentials_dir: str, plan_cache_dir: str,
@@ -103,6 +104,7 @@ def instance_paths(name: str, *, home: str, config_dir: str, credentials_dir: st
         last_good=f"{config_dir}/last-good/{name}",
         plan_cache=f"{plan_cache_dir}/{name}",
         compose_file=f"{compose_dir}/{name}.yaml" if compose_dir else "",
+        models_file=f"{config_dir}/models-{name}.ini",
     )
 
 
@@ -117,8 +119,8 @@ def instance_files(paths: InstancePaths, unit_file: str = "") -> list[str]:
     """Everything the role leaves for one instance, which state absent removes and the judge looks for: its unit or
     compose file, credentials, planning state, verified copy, plan cache and home (which holds its slots)."""
     service_file = [path for path in (unit_file, paths.compose_file) if path]
-    return [*service_file, paths.key_file, paths.env_file, paths.state_file, paths.last_good, paths.plan_cache,
-            paths.home_dir]
+    return [*service_file, paths.key_file, paths.env_file, paths.models_file, paths.state_file, paths.last_good,
+            paths.plan_cache, paths.home_dir]
 
 
 # The service account every instance runs as: no login shell.

@@ -26,6 +26,8 @@ class Planned:
     preflight: Mapping | None = None  # what the engine's own parser said; None: not run
     port_conflict: str = ""
     engine_runs: int = 0
+    # The engine's --help as the planner read it (a router instance reads its flag table from it).
+    help_text: str = field(default="", repr=False)
 
     @property
     def gpus_listed(self) -> bool:

@@ -26,8 +26,24 @@ INSTANCES = [{"name": "main"}, {"name": "old", "state": "absent"}, "not a dict"]
     ],
 )
 def test_restarting_instances(judgement, drained):
-    expected = [{"host": "h1", "instance": name} for name in drained]
+    expected = [{"host": "h1", "instance": name, "step": name} for name in drained]
     assert fleet_run.restarting_instances(judgement, "h1", INSTANCES) == expected
+
+
+@pytest.mark.parametrize(
+    ("router_drain", "drained"),
+    [
+        ({"team": ["team/chat", "team/code"]}, ["team/chat", "team/code"]),  # a restart: every model
+        ({"team": ["team/code"]}, ["team/code"]),  # a reload of one model
+        ({"team": []}, []),  # its models file only: no model drained
+    ],
+)
+def test_a_router_instance_is_drained_model_by_model(router_drain, drained):
+    judgement = {"current": False, "work": {"all": False, "instances": ["team", "main"],
+                                            "router_drain": router_drain}}
+    found = fleet_run.restarting_instances(judgement, "h1", [{"name": "team"}, {"name": "main"}])
+    assert found == [*({"host": "h1", "instance": name, "step": "team"} for name in drained),
+                     {"host": "h1", "instance": "main", "step": "main"}]
 
 
 def judged(*names, status="judged"):

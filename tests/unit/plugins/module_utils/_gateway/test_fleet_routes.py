@@ -152,3 +152,28 @@ def test_servers_from_dicts_name_the_entry_only_when_the_server_cannot_be_named(
     assert [(server.host, server.key) for server in servers] == [("h1", "key-12345678")]
     assert errors[0] == "servers[1]: address, port, slots, model missing"
     assert errors[1].startswith("h3/main: its engine lists the model as 'a b'")
+
+
+KEY = "k-0123456789"
+
+ROUTER_ROW = {**ROW, "instance": "team", "slots": 0, "model_name": "", "router_autoload": True,
+              "router_models": [{"name": "chat", "status": "loaded", "slots": 2, "failed": False},
+                                {"name": "code", "status": "unloaded", "slots": 1, "failed": False},
+                                {"name": "broken", "status": "unloaded", "slots": 1, "failed": True}]}
+
+
+def test_a_router_is_routed_model_by_model_with_its_key():
+    found = fleet_routes.fleet_servers([{"name": "h1", "address": "10.0.0.5", "report": [ROUTER_ROW], "keys": {"team": KEY}}])
+    assert [(server["instance"], server["model"], server["slots"]) for server in found["servers"]] == [
+        ("team/chat", "chat", 2), ("team/code", "code", 1)]
+    assert found["server_keys"] == {"h1:team/chat": KEY, "h1:team/code": KEY}
+    assert found["verified"] == [{"host": "h1", "instance": "team/chat"}, {"host": "h1", "instance": "team/code"}]
+    assert found["notes"] == ["h1/team/broken is left out: its child exited in error (the router's /v1/models says "
+                              "failed)"]
+    assert found["errors"] == []
+
+
+def test_a_router_that_loads_nothing_on_demand_routes_its_loaded_models_only():
+    row = {**ROUTER_ROW, "router_autoload": False}
+    assert [row["instance"] for row in fleet_routes.served_rows(row) if "left_out" not in row] == ["team/chat"]
+    assert fleet_routes.served_rows(ROW) == [ROW]

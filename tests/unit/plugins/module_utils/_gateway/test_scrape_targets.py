@@ -171,3 +171,25 @@ def test_a_file_this_collection_did_not_write_is_refused(text, problem):
 @pytest.mark.parametrize("text", ["", "  \n", None, "[]\n"])
 def test_no_file_or_an_empty_one_has_no_groups(text):
     assert read_previous(text) == []
+
+
+ROUTER_ROW = {**ROW, "instance": "team", "slots": 0, "model_name": "", "router_autoload": True,
+              "router_models": [{"name": "chat", "status": "loaded", "slots": 2, "metrics": True, "failed": False},
+                                {"name": "code", "status": "unloaded", "slots": 1, "metrics": True, "failed": False},
+                                {"name": "quiet", "status": "unloaded", "slots": 1, "metrics": False},
+                                {"name": "broken", "status": "unloaded", "slots": 1, "metrics": True,
+                                 "failed": True}]}
+
+
+def test_a_router_has_one_target_per_model_that_never_loads_it():
+    found = scrape_targets([_host("gpu1", "10.0.0.11", [ROUTER_ROW])], [])
+    groups = {group["labels"]["instance"]: group for group in found["groups"]}
+    assert sorted(groups) == ["team/chat", "team/code"]
+    for name in ("chat", "code"):
+        group = groups[f"team/{name}"]
+        assert group["targets"] == ["10.0.0.11:8080"]
+        # Prometheus sends each __param_ label as a query parameter: /metrics?model=<name>&autoload=false.
+        assert (group["labels"]["model"], group["labels"]["__param_model"],
+                group["labels"]["__param_autoload"]) == (name, name, "false")
+    assert found["notes"] == ["gpu1/team/broken is left out of the scrape targets: its child exited in error (the "
+                              "router's /v1/models says failed)"]
