@@ -59,8 +59,8 @@ import json, sys, urllib.request
 key = open(sys.argv[1]).read().strip()
 for group in json.load(open(sys.argv[2])):
     labels = group["labels"]
-    if labels.get("llamafleet") != "engine":
-        continue
+    if labels.get("llamafleet") != "engine" or "__param_model" in labels:
+        continue  # a router model is asked through the gateway below
     body = json.dumps({"prompt": "The capital of France is", "n_predict": 12, "temperature": 0}).encode()
     request = urllib.request.Request(
         "http://%s/completion" % group["targets"][0], data=body,
@@ -83,13 +83,44 @@ with urllib.request.urlopen(request, timeout=120) as resp:
     answer = json.load(resp)
 print("gateway %s (%s): The capital of France is%s" % (url, answer["model"], answer["choices"][0]["text"]))
 ' "$LLAMAFLEET_DEMO_KEY_FILE" "$root/fleet-summary.md"
-  # Every scrape target the deploy wrote answers /metrics with the demo key, as a Prometheus would ask it.
+  # The router instance'"'"'s models through the gateway, each twice: the first request loads the model (cold), the
+  # second finds it loaded (warm). The router'"'"'s /v1/models says whether each was loaded before.
+  python3 -c '
+import json, re, sys, time, urllib.request
+key = open(sys.argv[1]).read().strip()
+url = re.search(r"^gateway: (\S+)$", open(sys.argv[2]).read(), re.M).group(1)
+auth = {"Content-Type": "application/json", "Authorization": "Bearer " + key}
+routers = {}
+for group in json.load(open(sys.argv[3])):
+    labels = group["labels"]
+    if "__param_model" in labels:
+        routers.setdefault(group["targets"][0], []).append(labels["__param_model"])
+for target, models in sorted(routers.items()):
+    for model in models:
+        with urllib.request.urlopen(urllib.request.Request("http://%s/v1/models" % target, headers=auth), timeout=30) as resp:
+            status = {m["id"]: m["status"]["value"] for m in json.load(resp)["data"]}
+        for attempt in (status.get(model, "?"), "loaded"):
+            body = json.dumps({"model": model, "prompt": "The capital of France is", "max_tokens": 12,
+                               "temperature": 0}).encode()
+            started = time.monotonic()
+            request = urllib.request.Request(url + "/v1/completions", data=body, headers=auth)
+            with urllib.request.urlopen(request, timeout=300) as resp:
+                answer = json.load(resp)
+            print("gateway %s (router %s, %s, was %s: %.2f s): The capital of France is%s" % (
+                url, target, model, attempt, time.monotonic() - started,
+                answer["choices"][0]["text"].replace("\n", " ")))
+' "$LLAMAFLEET_DEMO_KEY_FILE" "$root/fleet-summary.md" "$root/fleet-targets.json"
+  # Every scrape target the deploy wrote answers /metrics with the demo key, as a Prometheus would ask it (a router
+  # model'"'"'s target with its __param_ labels as the query: model=<id>&autoload=false).
   python3 -c '
 import json, sys, urllib.request
 key = open(sys.argv[1]).read().strip()
 for group in json.load(open(sys.argv[2])):
     labels = group["labels"]
     url = "%s://%s%s" % (labels.get("__scheme__", "http"), group["targets"][0], labels.get("__metrics_path__", "/metrics"))
+    params = "&".join("%s=%s" % (name[len("__param_"):], value) for name, value in sorted(labels.items())
+                      if name.startswith("__param_"))
+    url += "?" + params if params else ""
     request = urllib.request.Request(url, headers={"Authorization": "Bearer " + key})
     with urllib.request.urlopen(request, timeout=30) as resp:
         samples = [line for line in resp.read().decode().splitlines() if line and not line.startswith("#")]

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway import rollout_batches, rollout_bounds
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._gateway.fleet_routes import router_server_name
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._inputs.router import model_ids
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils import role_vars
 from ansible_collections.llamafleet.llamacpp.plugins.plugin_utils.host_reads import read_once
 
@@ -49,8 +51,8 @@ def run_facts(hosts: Sequence[str], inventory_hosts: Sequence[str], gateway_grou
 
 def restarting_instances(judgement, host: str, instances=()) -> list:
     """The instances a judged host's rollout will restart, write or remove (the judge's ``work``, of the host's
-    ``instances``): the ones a gateway drains first, each as {host, instance, step}. When a part they share has work (the
-    engine, a model), every instance of the host (``instances``, its llama_server_instances)."""
+    ``instances``): the ones a gateway drains first, each as {host, instance, step}. When a part they share has work
+    (the engine, a model), every instance of the host (``instances``, its llama_server_instances)."""
     judgement = judgement or {}
     if judgement.get("current", False):
         return []
@@ -63,10 +65,13 @@ def restarting_instances(judgement, host: str, instances=()) -> list:
         # replica whose new copy starts first elsewhere or beside it (surge), removed after the rollout.
         names = [str(name) for name in work.get("instances") or [] if not instances or str(name) in listed]
     # A router instance's gateway servers are its models (fleet_routes.router_server_name): the judge says which
-    # of them to drain (all for a restart; those to reload). ``step`` names the instance whose step drains them.
-    routers = work.get("router_drain") or {}
+    # of them to drain (all for a restart; those to reload), and without its judgement (a shared part changes) all
+    # of them are. ``step`` names the instance whose step drains them.
+    routers = {str(item.get("name")): [router_server_name(str(item["name"]), model) for model in model_ids(item)]
+               for item in instances or () if isinstance(item, Mapping) and item.get("models") is not None}
+    routers.update(work.get("router_drain") or {})
     return [{"host": host, "instance": server, "step": name} for name in names
-            for server in (routers[name] if name in routers else [name])]
+            for server in routers.get(name, [name])]
 
 
 def _replica_deployments(hostvars: Mapping, hosts: Sequence[str]) -> dict[str, str]:

@@ -120,9 +120,13 @@ def router_planned(request: Request, router: RouterPlan, models: Mapping[str, Pl
                    first: Planned) -> Planned:
     """The router as the step handles any instance's plan: its argv, environment, notes and where it listens; its
     memory is the worst case of ``--models-max`` models loaded together (what the placement counts)."""
+    # The models' --slot-save-path: the instance's slot directory, which the unit makes before the router starts
+    # (a child refuses a directory that is not there).
+    slot_dirs = [plan.plan.decisions.slot_dir for plan in models.values() if plan.plan.decisions.slot_dir]
     decisions = planner.Decisions(
         host=router.host, port=router.port, listen=router.listen, loopback_only=router.loopback_only,
-        health_url=router.health_url,
+        health_url=router.health_url, slot_dir=slot_dirs[0] if slot_dirs else "",
+        slot_persist=any(plan.plan.decisions.slot_persist for plan in models.values()),
         metrics=any(plan.plan.decisions.metrics for plan in models.values()), expect=Expectations())
     memory = MemoryEstimate(devices=tuple(DeviceMemory(device, model_mib=mib)
                                           for device, mib in sorted(router.models_max.worst_mib.items())), known=True)
@@ -223,6 +227,7 @@ class RouterStep(InstanceStep):
         self.router = router
         self.models = dict(models)
         self.table = table
+        self.load_after_start: tuple[str, ...] = ()
         room = planned.facts.get("router_room_mib") or {}
         state = json.loads(self.state_text)
         self.state_text = (json.dumps({**state, "router_room_mib": dict(room)}, indent=4) + "\n").encode()
@@ -336,9 +341,21 @@ class RouterStep(InstanceStep):
             if check_mode:
                 return self._done({**self._result(judged, changed=True), "rewritten": [MODELS_LABEL]}, "previewed")
             return self._rewrite_models_file(judged)
+        if judged.reasons and judged.before.running and not check_mode:
+            # The models loaded before a restart are loaded again after it, each checked by its /props: the
+            # restart leaves the warm set warm, and a model that no longer starts shows now, not at a user's request.
+            self.load_after_start = tuple(sorted(name for name, found in (self.listed() or {}).items()
+                                                 if found.running and name in self.models))
         outcome = super().apply(check_mode, diff)
         outcome.result.setdefault("reloaded", [])
         return outcome
+
+    def wait(self) -> tuple[int, str]:
+        status, why = super().wait()
+        for name in self.load_after_start if status == 200 and not why else ():
+            if self.model_props(name, autoload=True) is None:
+                return status, f"model {name}, loaded before the restart, did not load again"
+        return status, why
 
     def _rewrite_models_file(self, judged: RouterJudgement) -> Outcome:
         """The router reads the plan; its file on disk did not say so (a run stopped after its reload, or a hand

@@ -35,6 +35,17 @@ def is_router(instance) -> bool:
     return isinstance(instance, Mapping) and instance.get("models") is not None
 
 
+def model_ids(instance: Mapping) -> list[str]:
+    """A router instance's model ids as given (a preset's name, or an entry's name), read without its presets."""
+    ids = []
+    for entry in instance.get("models") or []:
+        if isinstance(entry, Mapping):
+            ids.append(str(entry.get("name") or entry.get("preset") or ""))
+        else:
+            ids.append(str(entry))
+    return ids
+
+
 def _entry(owner: str, entry, presets: Mapping) -> tuple[str, dict, str]:
     """(model id, its layered preset, "") or ("", {}, why)."""
     if isinstance(entry, str):

@@ -46,6 +46,13 @@ def test_a_router_instance_is_drained_model_by_model(router_drain, drained):
                      {"host": "h1", "instance": "main", "step": "main"}]
 
 
+def test_every_model_of_a_router_is_drained_when_a_shared_part_changes():
+    instances = [{"name": "team", "models": ["chat", {"name": "code", "preset": "coder"}]}]
+    found = fleet_run.restarting_instances({"current": False, "work": {"all": True}}, "h1", instances)
+    assert found == [{"host": "h1", "instance": "team/chat", "step": "team"},
+                     {"host": "h1", "instance": "team/code", "step": "team"}]
+
+
 def judged(*names, status="judged"):
     return {"_llama_server_judgement": {"current": not names, "work": {"all": False, "instances": list(names)}},
             "llama_fleet_status": status}

@@ -163,7 +163,8 @@ ROUTER_ROW = {**ROW, "instance": "team", "slots": 0, "model_name": "", "router_a
 
 
 def test_a_router_is_routed_model_by_model_with_its_key():
-    found = fleet_routes.fleet_servers([{"name": "h1", "address": "10.0.0.5", "report": [ROUTER_ROW], "keys": {"team": KEY}}])
+    found = fleet_routes.fleet_servers([{"name": "h1", "address": "10.0.0.5", "report": [ROUTER_ROW],
+                                         "keys": {"team": KEY}}])
     assert [(server["instance"], server["model"], server["slots"]) for server in found["servers"]] == [
         ("team/chat", "chat", 2), ("team/code", "code", 1)]
     assert found["server_keys"] == {"h1:team/chat": KEY, "h1:team/code": KEY}
