@@ -90,6 +90,11 @@ def _why_restarted(entry: Mapping) -> str:
     files written without a restart, as nothing the engine runs with changed (their comments, or their form)."""
     reasons = entry.get("reasons") or []
     rewritten = entry.get("rewritten") or []
+    reloaded = entry.get("reloaded") or []
+    if not reasons and reloaded:
+        # A router instance: these models' children were stopped to start with their new options; it ran on.
+        verb = "reloaded" if entry.get("state") in ("deployed", "failed") else "would reload"
+        return f"{verb}, not restarted: {', '.join(reloaded)}"
     if not reasons and rewritten:
         return f"rewritten, not restarted: {', '.join(rewritten)} (nothing that runs changed)"
     if not reasons:

@@ -364,6 +364,8 @@ class RouterStep(InstanceStep):
         try:
             self.ensure_home()
             self.write_files((MODELS_LABEL, *judged.comments_only))
+            if judged.comments_only:
+                self.runtime.written(self.rendered)  # the unit's notes: systemd reads the file again, restarts nothing
             if judged.enable:
                 self.runtime.enable()
         except (OSError, StepError) as err:
@@ -395,6 +397,8 @@ class RouterStep(InstanceStep):
         try:
             self.ensure_home()
             self.write_files((MODELS_LABEL, *judged.comments_only))
+            if judged.comments_only:
+                self.runtime.written(self.rendered)  # the unit's notes: systemd reads the file again, restarts nothing
             why = self.reload_and_wait()
             for name in judged.reload:
                 # Loaded again now, as it was: a value the parser took and the model refuses shows here, not at a
