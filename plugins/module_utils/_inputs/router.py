@@ -21,6 +21,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.prese
     PresetLayerError,
     instance_preset,
     merge_preset,
+    named_preset,
     preset_and_key,
 )
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.router_presets import check_model_id
@@ -61,12 +62,9 @@ def _entry(owner: str, entry, presets: Mapping) -> tuple[str, dict, str]:
         check_model_id(name)
     except PlanError as err:
         return "", {}, f"{owner}: {err}"
-    preset_name = str(entry.get("preset") or "")
-    if preset_name and preset_name not in presets:
-        known = ", ".join(sorted(map(str, presets))) or "none defined"
-        return "", {}, f"{owner}: model {name}: preset {preset_name!r} is not in llama_server_presets (known: {known})"
     try:
-        preset = merge_preset(presets.get(preset_name) if preset_name else {}, entry.get("settings"))
+        preset = merge_preset(named_preset(presets, str(entry.get("preset") or ""), f"{owner}: model {name}"),
+                              entry.get("settings"))
     except PresetLayerError as err:
         return "", {}, f"{owner}: model {name}: {err}"
     return name, preset, ""

@@ -43,6 +43,14 @@ def merge_preset(base, *layers, only: frozenset | None = None) -> dict:
     return merged
 
 
+def named_preset(presets: Mapping, preset_name: str, owner: str):
+    """The preset of that name ({} for none), or PresetLayerError naming ``owner`` and the known names."""
+    if preset_name and preset_name not in presets:
+        known = ", ".join(sorted(map(str, presets))) or "none defined"
+        raise PresetLayerError(f"{owner}: preset {preset_name!r} is not in llama_server_presets (known: {known})")
+    return presets[preset_name] if preset_name else {}
+
+
 def instance_preset(instance, presets, only: frozenset | None = None) -> dict:
     """The preset an instance runs: its named preset, then its ``settings``, then port/host/GPU selection.
 
@@ -54,14 +62,7 @@ def instance_preset(instance, presets, only: frozenset | None = None) -> dict:
     presets = presets or {}
     if not isinstance(presets, Mapping):
         raise PresetLayerError("instance_preset: presets must be a mapping of preset name to preset")
-    name = instance.get("name", "?")
-    preset_name = instance.get("preset") or ""
-    if preset_name and preset_name not in presets:
-        known = ", ".join(sorted(map(str, presets))) or "none defined"
-        raise PresetLayerError(
-            f"instance {name}: preset {preset_name!r} is not in llama_server_presets (known: {known})"
-        )
-    base = presets[preset_name] if preset_name else {}
+    base = named_preset(presets, instance.get("preset") or "", f"instance {instance.get('name', '?')}")
     specials = {key: instance[option] for option, key in INSTANCE_PRESET_KEYS.items()
                 if instance.get(option) is not None and instance.get(option) != ""}
     return merge_preset(base, instance.get("settings"), specials, only=only)

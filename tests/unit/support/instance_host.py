@@ -63,8 +63,9 @@ def settings_for(tmp_path, **change) -> dict:
 class Systemd:
     """One unit: what is on disk at each restart becomes what runs. ``calls`` records every command."""
 
-    def __init__(self, tmp_path, monkeypatch, planned=fixture_plan):
+    def __init__(self, tmp_path, monkeypatch, planned=fixture_plan, name="main"):
         self.tmp = tmp_path
+        self.name = name
         self.state = UnitState(load_state="not-found", active_state="inactive", sub_state="dead")
         self.calls: list[list[str]] = []
         self.crash_when = lambda argv: False
@@ -87,7 +88,7 @@ class Systemd:
 
     @property
     def unit_file(self):
-        return self.tmp / "main.service"
+        return self.tmp / f"{self.name}.service"
 
     def run_engine(self, argv):
         self.state = UnitState(load_state="loaded", active_state="active", sub_state="running",
