@@ -38,9 +38,9 @@ def test_names():
 def test_instance_files_are_what_state_absent_removes(compose_dir, unit_file, first):
     paths = instance_paths("main", home="/var/lib/l", config_dir="/etc/l", credentials_dir="/etc/l/cred",
                            plan_cache_dir="/var/cache/l", compose_dir=compose_dir)
-    assert instance_files(paths, unit_file) == [first, "/etc/l/cred/main.key", "/etc/l/cred/main.env",
-                                                "/etc/l/models-main.ini", "/etc/l/instance-main.json", "/etc/l/last-good/main",
-                                                "/var/cache/l/main", "/var/lib/l/instances/main"]
+    assert instance_files(paths, unit_file) == [
+        first, "/etc/l/cred/main.key", "/etc/l/cred/main.env", "/etc/l/models-main.ini", "/etc/l/instance-main.json",
+        "/etc/l/last-good/main", "/var/cache/l/main", "/var/lib/l/instances/main"]
 
 
 def test_paths_from_the_settings_table():
