@@ -42,3 +42,4 @@ export LLAMAFLEET_DEMO_KEY_FILE=$LLAMAFLEET_FLEET_STATE/demo-api-key
 trap 'rm -f "$log"; scripts/fleet.sh down > /dev/null 2>&1 || true' EXIT
 run "$py" bench/reconverge.py --sizes 2 --runs 1
 run "$py" bench/rollout_under_load.py --hosts 2 --steady-s 5 --skip-extras --surge 0,100%
+run "$py" bench/router_change.py --rounds 1 --clients 1
