@@ -75,8 +75,8 @@ def deploy(extra: dict, gateway_inventory: Path) -> tuple[float, str]:
 
 def call(url: str, key: str, body: dict | None = None, timeout: float = 300) -> tuple[int, dict]:
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json",
-                                                             "Authorization": f"Bearer {key}"})
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {key}"}
+    request = urllib.request.Request(url, data=data, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as answer:
             text = answer.read()
@@ -102,8 +102,8 @@ def unload(router: str, key: str, model: str) -> None:
 
 def timed_completion(gateway: str, key: str, model: str) -> float:
     started = time.monotonic()
-    status, _answer = call(f"{gateway}/v1/completions", key, {"model": model, "prompt": "The capital of France is",
-                                                               "max_tokens": 8, "temperature": 0})
+    body = {"model": model, "prompt": "The capital of France is", "max_tokens": 8, "temperature": 0}
+    status = call(f"{gateway}/v1/completions", key, body)[0]
     if status != 200:
         raise SystemExit(f"{model} through the gateway: HTTP {status}")
     return time.monotonic() - started
@@ -132,7 +132,7 @@ def change(gateway: str, router: str, key: str, address: str, gateway_inventory:
     before = pids(address)
     stop, records = threading.Event(), []
     threads = [threading.Thread(target=load, args=(gateway, key, "team-gemma", stop, records))
-               for _ in range(clients)]
+               for _client in range(clients)]
     threads.append(threading.Thread(target=load, args=(gateway, key, "team-tiny", stop, records)))
     for thread in threads:
         thread.start()
@@ -180,7 +180,7 @@ def main() -> None:
     print("| model | cold through the gateway, median (each) | warm, median (each) |\n|---|---|---|")
     for model in MODELS:
         cold, warm = [], []
-        for _ in range(args.rounds):
+        for _round in range(args.rounds):
             unload(router, key, model)
             cold.append(timed_completion(gateway, key, model))
             warm.append(timed_completion(gateway, key, model))
@@ -191,7 +191,7 @@ def main() -> None:
     for model in MODELS:
         unload(router, key, model)
     for model in MODELS:
-        codes = [call(f"{router}/metrics?model={model}&autoload=false", key)[0] for _ in range(5)]
+        codes = [call(f"{router}/metrics?model={model}&autoload=false", key)[0] for _scrape in range(5)]
         print(f"| {model} | {', '.join(map(str, codes))} | {statuses(router, key)[model]} |", flush=True)
 
     print(f"\n| change (team-tiny) | deploy | summary says | under load ({args.clients} clients on team-gemma, 1 on "

@@ -64,6 +64,10 @@ class Router:
     def read(self):
         self.sections = parse_models_file(self.models_file.read_text())
 
+    @staticmethod
+    def section_text(name, options):
+        return f"[{name}]\n" + "".join(f"{key} = {value}\n" for key, value in options.items())
+
     def http_get(self, url, sock="", timeout=5.0, headers=None):
         parts = urllib.parse.urlsplit(url)
         query = dict(urllib.parse.parse_qsl(parts.query))
@@ -78,8 +82,7 @@ class Router:
             return 200, b'{"status":"ok"}'
         if parts.path == "/v1/models":
             data = [{"id": name, "status": {"value": "loaded" if name in self.children else "unloaded",
-                                            "preset": f"[{name}]\n" + "".join(f"{k} = {v}\n" for k, v in
-                                                                           options.items())}}
+                                            "preset": self.section_text(name, options)}}
                     for name, options in self.sections.items()]
             return 200, json.dumps({"data": data}).encode()
         if parts.path == "/models" and query.get("reload") == "1":
@@ -301,7 +304,8 @@ def test_the_router_state_keeps_the_room_its_bound_was_chosen_in(host, router, t
                         router_plan(ram_avail_mib=1000))
     again = run_module(apply.main, args(tmp_path), capsys)
     assert (again["restarted"], again["reasons"]) == (False, [])
-    assert "--models-max 2" in (tmp_path / "team.service").read_text() == unit
+    assert (tmp_path / "team.service").read_text() == unit
+    assert "--models-max 2" in unit
     # Stopped, it is planned on what the host has now.
     host.state = dataclasses.replace(host.state, active_state="inactive", sub_state="dead", main_pid=0)
     later = run_module(apply.main, args(tmp_path, models_max=1), capsys)

@@ -23,8 +23,8 @@ PRESETS = {"chat": {"MODEL": "chat.gguf", "CTX": "4096"}, "coder": {"model": "co
 
 
 def router(**change):
-    return {"name": "team", "port": 8090, "api_key": KEY, "models": ["chat", {"name": "code", "preset": "coder",
-                                                                          "settings": {"CTX": 8192}}], **change}
+    models = ["chat", {"name": "code", "preset": "coder", "settings": {"CTX": 8192}}]
+    return {"name": "team", "port": 8090, "api_key": KEY, "models": models, **change}
 
 
 CASES = [
@@ -73,8 +73,8 @@ def test_a_router_port_counts_among_the_host_ports():
 
 
 def test_the_wire_form_layers_each_model_and_keeps_keys_apart():
-    preset, key, request = step_inputs(router(models=["keyed", {"name": "code", "preset": "coder",
-                                                                  "settings": {"CTX": 8192}}]), PRESETS)
+    models = ["keyed", {"name": "code", "preset": "coder", "settings": {"CTX": 8192}}]
+    preset, key, request = step_inputs(router(models=models), PRESETS)
     assert preset == {"PORT": 8090}
     assert key == KEY
     assert request == {"models": [{"name": "keyed", "preset": {"MODEL": "k.gguf"}},
