@@ -15,8 +15,9 @@ gateway. Then measures, in one run:
 - a change of team-tiny's context (CTX 2048 to 1024) by the deploy playbook, while --clients clients ask team-gemma
   and one client asks team-tiny through the gateway, short completions without pause: requests and failures per
   model (the goal: 0 failed), the router's PID and each child's PID before and after (the goal: the router and
-  team-gemma's child unchanged, team-tiny's child new), what the fleet summary says of the instance, and the
-  deploy's duration; then the change back, measured the same way.
+  team-gemma's child unchanged, team-tiny's child new), the models the gateway drained (the goal: team-tiny only),
+  what the fleet summary says of the instance, and the deploy's duration; then the change back, measured the same
+  way.
 
 Needs root (systemd-nspawn), like `make deploy-local`; the hosts stay up (`make fleet-down`).
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -56,12 +58,12 @@ def router_vars(tiny_ctx: int | None) -> dict:
                                         "api_key": key, "models": [{"name": "team-gemma", "preset": "gemma"}, tiny]}}
 
 
-def deploy(extra: dict, gateway_inventory: Path) -> tuple[float, str]:
+def deploy(extra: dict, gateway_inventory: Path) -> tuple[float, str, list[str]]:
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump(extra, handle)
     summary = STATE / "router-bench-summary.md"
     started = time.monotonic()
-    sh(VENV / "bin" / "ansible-playbook", "-i", sh(ROOT / "scripts" / "fleet.sh", "inventory").strip(),
+    output = sh(VENV / "bin" / "ansible-playbook", "-i", sh(ROOT / "scripts" / "fleet.sh", "inventory").strip(),
        "-i", gateway_inventory, ROOT / "playbooks" / "deploy-llm.yml",
        "-e", f"@{ROOT / 'playbooks' / 'vars' / 'local-fleet.yml'}", "-e", f"@{handle.name}",
        "-e", f"llama_fleet_summary_path={summary}", "-e", f"llama_fleet_ledger_path={STATE / 'fleet-ledger.json'}",
@@ -70,7 +72,10 @@ def deploy(extra: dict, gateway_inventory: Path) -> tuple[float, str]:
             "LLAMAFLEET_DEMO_KEY_FILE": str(KEY_FILE), "PATH": f"{VENV / 'bin'}:{os.environ['PATH']}"})
     os.unlink(handle.name)
     row = next((line for line in summary.read_text().splitlines() if f"| {ROUTER} |" in line), "")
-    return time.monotonic() - started, row.rstrip(" |").rsplit("|", 1)[-1].strip() or "-"
+    # What the gateway drained for the router's step (the role's "drained, ..." lines name the servers).
+    pattern = r'"[^"]*:' + ROUTER + r'_([A-Za-z0-9.-]+?)-[0-9a-f]{8}: drained'
+    drained = sorted({match.group(1) for match in re.finditer(pattern, output)})
+    return time.monotonic() - started, row.rstrip(" |").rsplit("|", 1)[-1].strip() or "-", drained
 
 
 def call(url: str, key: str, body: dict | None = None, timeout: float = 300) -> tuple[int, dict]:
@@ -137,7 +142,7 @@ def change(gateway: str, router: str, key: str, address: str, gateway_inventory:
     for thread in threads:
         thread.start()
     time.sleep(2)
-    took, detail = deploy(router_vars(tiny_ctx), gateway_inventory)
+    took, detail, drained = deploy(router_vars(tiny_ctx), gateway_inventory)
     time.sleep(2)
     stop.set()
     for thread in threads:
@@ -153,7 +158,7 @@ def change(gateway: str, router: str, key: str, address: str, gateway_inventory:
     same = {name: "same" if before[name] == after[name] else "new" for name in before}
     pid_words = ", ".join(f"{name} {before[name]} -> {after[name]} ({same[name]})" for name in before)
     return (f"| {'CTX 2048 -> ' + str(tiny_ctx) if tiny_ctx else 'CTX back to 2048'} | {took:.1f} s | {detail} | "
-            f"{'; '.join(counts)} | {pid_words} |")
+            f"{', '.join(drained) or 'none'} | {'; '.join(counts)} | {pid_words} |")
 
 
 def main() -> None:
@@ -172,7 +177,7 @@ def main() -> None:
     hosts = fleet_hosts()
     gateway_inventory = STATE / "gateway.ini"
     gateway_inventory.write_text(f"[llama_fleet_gateway]\n{hosts[0]['name']}\n")
-    first, detail = deploy(router_vars(None), gateway_inventory)
+    first, detail, _drained = deploy(router_vars(None), gateway_inventory)
     address = hosts[0]["address"]
     gateway, router = f"http://{address}:8000", f"http://{address}:{ROUTER_PORT}"
     print(f"\nrouter {ROUTER} on {hosts[0]['name']} ({router}); first deploy {first:.1f} s ({detail})\n")
@@ -194,8 +199,8 @@ def main() -> None:
         codes = [call(f"{router}/metrics?model={model}&autoload=false", key)[0] for _scrape in range(5)]
         print(f"| {model} | {', '.join(map(str, codes))} | {statuses(router, key)[model]} |", flush=True)
 
-    print(f"\n| change (team-tiny) | deploy | summary says | under load ({args.clients} clients on team-gemma, 1 on "
-          "team-tiny) | PIDs before -> after |\n|---|---|---|---|---|")
+    print(f"\n| change (team-tiny) | deploy | summary says | drained on the gateway | under load ({args.clients} "
+          "clients on team-gemma, 1 on team-tiny) | PIDs before -> after |\n|---|---|---|---|---|---|")
     print(change(gateway, router, key, address, gateway_inventory, tiny_ctx=1024, clients=args.clients), flush=True)
     print(change(gateway, router, key, address, gateway_inventory, tiny_ctx=None, clients=args.clients), flush=True)
 

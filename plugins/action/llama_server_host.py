@@ -232,6 +232,10 @@ class ActionModule(ActionBase):
                   "engine": str(found.get("engine") or ""),
                   "work": {"all": bool(work.get("all", not found.get("current"))),
                            "instances": list(work.get("instances") or [])}}
+        if work.get("router_drain"):
+            # A router instance's models to drain (all for a restart, those to reload): fleet_run.restarting_instances.
+            judged["work"]["router_drain"] = {str(name): [str(server) for server in servers]
+                                              for name, servers in work["router_drain"].items()}
         for part in ("placement", "gateway"):
             if part in found:
                 judged[part] = found[part]

@@ -336,3 +336,17 @@ def test_a_gateway_host_has_its_gateway_read_in_the_same_run(gateway_vars, paths
     assert ("gateway" in result) is (paths is not None)
     if paths is not None:
         assert result["gateway"] == reading
+
+
+def test_a_router_instance_reaches_the_judge_with_its_models_and_its_drain_comes_back():
+    router = {"name": "team", "port": 8090, "api_key": KEY, "models": ["small", {"name": "code", "preset": "small",
+                                                                             "settings": {"ctx": 1024}}]}
+    answer = {"current": False, "why": ["instance team: would reload: code: ctx"], "report": [], "lock_holder": {},
+              "work": {"all": False, "instances": ["team"], "router_drain": {"team": ["team/code"]}}}
+    result, [(_name, args, _vars)] = run_action(answer, instances=[router])
+    assert args["instances"] == [{"name": "team", "environment": {}, "preset": {"PORT": 8090}, "router": {
+        "models": [{"name": "small", "preset": {"MODEL": "a.gguf", "CTX": 4096}},
+                   {"name": "code", "preset": {"MODEL": "a.gguf", "CTX": 1024}}], "autoload": True}}]
+    assert args["keys"] == {"team": KEY}
+    # Only the model to reload is drained by the rollout (fleet_run.restarting_instances reads it).
+    assert result["work"] == {"all": False, "instances": ["team"], "router_drain": {"team": ["team/code"]}}
