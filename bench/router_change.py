@@ -63,13 +63,14 @@ def deploy(extra: dict, gateway_inventory: Path) -> tuple[float, str, list[str]]
         json.dump(extra, handle)
     summary = STATE / "router-bench-summary.md"
     started = time.monotonic()
-    output = sh(VENV / "bin" / "ansible-playbook", "-i", sh(ROOT / "scripts" / "fleet.sh", "inventory").strip(),
-       "-i", gateway_inventory, ROOT / "playbooks" / "deploy-llm.yml",
-       "-e", f"@{ROOT / 'playbooks' / 'vars' / 'local-fleet.yml'}", "-e", f"@{handle.name}",
-       "-e", f"llama_fleet_summary_path={summary}", "-e", f"llama_fleet_ledger_path={STATE / 'fleet-ledger.json'}",
-       env={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".collections"),
-            "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default", "LLAMAFLEET_FLEET_SHARE": str(SHARE),
-            "LLAMAFLEET_DEMO_KEY_FILE": str(KEY_FILE), "PATH": f"{VENV / 'bin'}:{os.environ['PATH']}"})
+    argv = [VENV / "bin" / "ansible-playbook", "-i", sh(ROOT / "scripts" / "fleet.sh", "inventory").strip(),
+            "-i", gateway_inventory, ROOT / "playbooks" / "deploy-llm.yml",
+            "-e", f"@{ROOT / 'playbooks' / 'vars' / 'local-fleet.yml'}", "-e", f"@{handle.name}",
+            "-e", f"llama_fleet_summary_path={summary}", "-e", f"llama_fleet_ledger_path={STATE / 'fleet-ledger.json'}"]
+    env = {"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".collections"),
+           "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default", "LLAMAFLEET_FLEET_SHARE": str(SHARE),
+           "LLAMAFLEET_DEMO_KEY_FILE": str(KEY_FILE), "PATH": f"{VENV / 'bin'}:{os.environ['PATH']}"}
+    output = sh(*argv, env=env)
     os.unlink(handle.name)
     row = next((line for line in summary.read_text().splitlines() if f"| {ROUTER} |" in line), "")
     # What the gateway drained for the router's step (the role's "drained, ..." lines name the servers).

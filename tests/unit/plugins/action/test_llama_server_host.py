@@ -339,8 +339,8 @@ def test_a_gateway_host_has_its_gateway_read_in_the_same_run(gateway_vars, paths
 
 
 def test_a_router_instance_reaches_the_judge_with_its_models_and_its_drain_comes_back():
-    router = {"name": "team", "port": 8090, "api_key": KEY, "models": ["small", {"name": "code", "preset": "small",
-                                                                             "settings": {"ctx": 1024}}]}
+    models = ["small", {"name": "code", "preset": "small", "settings": {"ctx": 1024}}]
+    router = {"name": "team", "port": 8090, "api_key": KEY, "models": models}
     answer = {"current": False, "why": ["instance team: would reload: code: ctx"], "report": [], "lock_holder": {},
               "work": {"all": False, "instances": ["team"], "router_drain": {"team": ["team/code"]}}}
     result, [(_name, args, _vars)] = run_action(answer, instances=[router])
