@@ -63,6 +63,17 @@ def real_host(engine_bin, model_path):
         Path(stats_file).write_text(json.dumps({"counts": dict(STATS), "rejected": REJECTED[:20]}, indent=1))
 
 
+def _missing_template_file(argv) -> str:
+    """The --chat-template-file of a plan (CHAT_TEMPLATE's path) when no such file is on this host: the engine reads
+    it while it parses its arguments, so a path the generated world names and this host lacks is refused by the
+    engine's own words (as the instance step's preflight would, before anything changes)."""
+    words = list(argv)
+    for index, word in enumerate(words[:-1]):
+        if word == "--chat-template-file" and not os.path.exists(words[index + 1]):
+            return words[index + 1]
+    return ""
+
+
 def _names_rpc(preset, arg_env) -> bool:
     extra = planner.split_args(preset.get("EXTRA_ARGS", ""))
     return has_any_flag(extra, "--rpc") or bool(arg_env.get("LLAMA_ARG_RPC"))
@@ -102,6 +113,11 @@ def test_every_accepted_plan_passes_the_real_engines_parser(real_host, world):
     if _names_rpc(preset, facts.arg_env) and not verdict.passed:
         STATS["accepted_naming_rpc"] += 1  # this build has no RPC backend: the engine's own words refuse it
         assert "RPC not supported in this build" in verdict.engine_says, verdict.engine_says
+        return
+    missing = _missing_template_file(result.argv)
+    if missing and not verdict.passed:
+        STATS["accepted_missing_template_file"] += 1
+        assert f"failed to open file '{missing}'" in verdict.engine_says, verdict.engine_says
         return
     if not verdict.passed:
         STATS["engine_rejected"] += 1
