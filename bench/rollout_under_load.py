@@ -90,6 +90,22 @@ def fleet_hosts() -> list[dict]:
     return json.loads(sh(ROOT / "scripts" / "fleet.sh", "hosts"))["hosts"]
 
 
+def start_fleet(size: int) -> tuple[str, list[dict], Path]:
+    """The fleet's artifacts and ``size`` hosts up, the demo key (made once), the gateway on the first host: (the
+    key, the hosts, the gateway's inventory file)."""
+    env = {"LLAMAFLEET_FLEET_SHARE": str(SHARE)}
+    sh(ROOT / "scripts" / "fleet_artifacts.sh", SHARE, env=env)
+    sh(ROOT / "scripts" / "fleet.sh", "up", size, env=env)
+    if not KEY_FILE.exists():
+        KEY_FILE.parent.mkdir(parents=True, exist_ok=True)
+        KEY_FILE.write_text("llf-" + os.urandom(18).hex())
+        KEY_FILE.chmod(0o600)
+    hosts = fleet_hosts()
+    gateway_inventory = STATE / "gateway.ini"
+    gateway_inventory.write_text(f"[llama_fleet_gateway]\n{hosts[0]['name']}\n")
+    return KEY_FILE.read_text().strip(), hosts, gateway_inventory
+
+
 @dataclass
 class Fleet:
     """What one bench run deploys: its presets at the first and the rolled-out context, its deployments (None: the
@@ -407,17 +423,7 @@ def main() -> None:
     fleet = Fleet(args.fleet, args.hosts)
     surges = [part.strip() for part in args.surge.split(",") if part.strip()] or ["0"]
 
-    env = {"LLAMAFLEET_FLEET_SHARE": str(SHARE)}
-    sh(ROOT / "scripts" / "fleet_artifacts.sh", SHARE, env=env)
-    sh(ROOT / "scripts" / "fleet.sh", "up", args.hosts, env=env)
-    if not KEY_FILE.exists():
-        KEY_FILE.parent.mkdir(parents=True, exist_ok=True)
-        KEY_FILE.write_text("llf-" + os.urandom(18).hex())
-        KEY_FILE.chmod(0o600)
-    key = KEY_FILE.read_text().strip()
-    hosts = fleet_hosts()
-    gateway_inventory = STATE / "gateway.ini"
-    gateway_inventory.write_text(f"[llama_fleet_gateway]\n{hosts[0]['name']}\n")
+    key, hosts, gateway_inventory = start_fleet(args.hosts)
     first, _output = deploy(fleet, False, surges[0], gateway_inventory)
     url = f"http://{hosts[0]['address']}:8000"
     sampler = gateway_rotation.RotationSampler(f"http://{hosts[0]['address']}:8405/metrics", key).start()

@@ -41,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 import gateway_load  # noqa: E402
-from rollout_under_load import KEY_FILE, SHARE, STATE, VENV, fleet_hosts, sh  # noqa: E402
+from rollout_under_load import KEY_FILE, SHARE, STATE, VENV, sh, start_fleet  # noqa: E402
 
 ROUTER_PORT = 8090  # playbooks/vars/local-fleet.yml: llama_fleet_demo_router
 ROUTER, MODELS = "team", ("team-gemma", "team-tiny")
@@ -167,17 +167,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--clients", type=int, default=2)
     args = parser.parse_args()
-    env = {"LLAMAFLEET_FLEET_SHARE": str(SHARE)}
-    sh(ROOT / "scripts" / "fleet_artifacts.sh", SHARE, env=env)
-    sh(ROOT / "scripts" / "fleet.sh", "up", 2, env=env)
-    if not KEY_FILE.exists():
-        KEY_FILE.parent.mkdir(parents=True, exist_ok=True)
-        KEY_FILE.write_text("llf-" + os.urandom(18).hex())
-        KEY_FILE.chmod(0o600)
-    key = KEY_FILE.read_text().strip()
-    hosts = fleet_hosts()
-    gateway_inventory = STATE / "gateway.ini"
-    gateway_inventory.write_text(f"[llama_fleet_gateway]\n{hosts[0]['name']}\n")
+    key, hosts, gateway_inventory = start_fleet(2)
     first, detail, _drained = deploy(router_vars(None), gateway_inventory)
     address = hosts[0]["address"]
     gateway, router = f"http://{address}:8000", f"http://{address}:{ROUTER_PORT}"

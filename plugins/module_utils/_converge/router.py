@@ -74,7 +74,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.route
     RouterSettings,
     plan_router,
 )
-from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.service import http_get
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes.service import get_json, http_get
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_quoting import (
     UnitValueError,
     exec_start,
@@ -235,13 +235,10 @@ class RouterStep(InstanceStep):
     # ---------------------------------------------------------------- readings
     def listed(self) -> dict[str, RouterModel] | None:
         """The running router's /v1/models, None when it gave none."""
-        status, body = http_get(self.health_url.replace("/health", "/v1/models"), self.health_socket, timeout=5.0,
-                                headers=self.headers)
-        if status != 200:
-            return None
+        answer = get_json(self._url("/v1/models"), self.health_socket, timeout=5.0, headers=self.headers)
         try:
-            return read_router_models(json.loads(body.decode("utf-8")))
-        except (UnicodeDecodeError, ValueError):
+            return read_router_models(answer) if answer is not None else None
+        except ValueError:
             return None
 
     def _url(self, path: str) -> str:
@@ -250,32 +247,23 @@ class RouterStep(InstanceStep):
     def model_props(self, model: str, autoload: bool = False) -> dict | None:
         """A model's /props through the router; without autoload an unloaded model answers 400 (None)."""
         query = f"?model={model}" + ("" if autoload else "&autoload=false")
-        status, body = http_get(self._url("/props" + query), self.health_socket,
-                                timeout=LOAD_TIMEOUT_S if autoload else 5.0, headers=self.headers)
-        if status != 200:
-            return None
-        try:
-            data = json.loads(body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            return None
+        data = get_json(self._url("/props" + query), self.health_socket, timeout=LOAD_TIMEOUT_S if autoload else 5.0,
+                        headers=self.headers)
         return data if isinstance(data, dict) else None
-
-    def change(self, restart_reasons: tuple[str, ...], running: bool) -> RouterChange:
-        if restart_reasons or not running:
-            return RouterChange(restart_reasons=restart_reasons or ("the router does not run",))
-        return router_change((), self.router.options, self.listed(), self.table)
 
     def judge(self) -> RouterJudgement:
         changed, comments = self._file_differences()
         before = self.runtime.read()
         launch_changed = [label for label in changed if label != MODELS_LABEL]
         reasons = tuple(self.runtime.reasons(before, self.rendered, launch_changed))
-        change = self.change(reasons, before.running) if not reasons else RouterChange(restart_reasons=reasons)
+        # A router that restarts (or does not run) reads every section anew: nothing to reload.
+        change = (router_change((), self.router.options, self.listed(), self.table) if not reasons and before.running
+                  else RouterChange())
         return RouterJudgement(
             before=before, changed_files=tuple(changed), comments_only=tuple(comments), reasons=reasons,
             enable=self.runtime.needs_enable(before), home_current=self.home_current(),
             state_current=self.state_current(), last_good_current=self.last_good_current(),
-            reload=change.reload if not reasons else (), reload_reasons=change.reload_reasons if not reasons else (),
+            reload=change.reload, reload_reasons=change.reload_reasons,
             models_file_only=not reasons and MODELS_LABEL in changed and not change.reload)
 
     def observe(self) -> tuple[dict, object, dict | None]:
@@ -444,7 +432,3 @@ class RouterStep(InstanceStep):
             if time.monotonic() > deadline:
                 return f"after the reload the router still lists: {change.reload_reasons[0]}"
             time.sleep(POLL_S)
-
-
-def is_router(request: Request) -> bool:
-    return bool(request.router)

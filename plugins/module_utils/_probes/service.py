@@ -94,16 +94,20 @@ def http_get(url: str, unix_socket: str = "", timeout: float = 5.0, headers: Map
         conn.close()
 
 
-def read_props(url: str, unix_socket: str = "", timeout: float = 5.0, headers: Mapping[str, str] | None = None):
-    """The engine's /props as a mapping, or None when it gave none (not 200, not JSON)."""
-    props_url = urllib.parse.urljoin(url, "/props")
-    status, body = http_get(props_url, unix_socket, timeout, headers)
+def get_json(url: str, unix_socket: str = "", timeout: float = 5.0, headers: Mapping[str, str] | None = None):
+    """The JSON of a GET, or None when it gave none (not 200, not JSON)."""
+    status, body = http_get(url, unix_socket, timeout, headers)
     if status != 200:
         return None
     try:
-        data = json.loads(body.decode("utf-8"))
+        return json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return None
+
+
+def read_props(url: str, unix_socket: str = "", timeout: float = 5.0, headers: Mapping[str, str] | None = None):
+    """The engine's /props as a mapping, or None when it gave none (not 200, not JSON)."""
+    data = get_json(urllib.parse.urljoin(url, "/props"), unix_socket, timeout, headers)
     return data if isinstance(data, dict) else None
 
 

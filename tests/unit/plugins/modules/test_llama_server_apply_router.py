@@ -19,6 +19,7 @@ from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge impo
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._converge.planning import PlanOutcome
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.facts import GGUFInfo, HostFacts
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._planner.planned import Planned
+from ansible_collections.llamafleet.llamacpp.plugins.module_utils._probes import service as service_module
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.router_presets import parse_models_file
 from ansible_collections.llamafleet.llamacpp.plugins.module_utils._render.systemd_quoting import exec_start
 from ansible_collections.llamafleet.llamacpp.plugins.modules import llama_server_apply as apply
@@ -120,6 +121,7 @@ def host(tmp_path, monkeypatch):
 def router(host, tmp_path, monkeypatch):
     stand_in = Router(host, tmp_path / "etc" / "models-team.ini")
     monkeypatch.setattr(router_module, "http_get", stand_in.http_get)
+    monkeypatch.setattr(service_module, "http_get", stand_in.http_get)  # what get_json asks
     return stand_in
 
 
